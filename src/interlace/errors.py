@@ -1,0 +1,56 @@
+"""The public exception hierarchy of interlace.
+
+Every error interlace raises on purpose derives from :class:`InterlaceError`, so
+``except InterlaceError`` separates "interlace refused this" from "the code under test
+failed" (the user's own exceptions are re-raised unchanged, with a note).
+"""
+
+from __future__ import annotations
+
+__all__ = (
+    "ConfigError",
+    "InterlaceError",
+    "InvalidTargetError",
+    "ReplayDivergedError",
+    "ReplayTokenError",
+    "UnsupportedOperationError",
+)
+
+
+class InterlaceError(Exception):
+    """Base class of every error interlace raises on purpose."""
+
+
+class ConfigError(InterlaceError, ValueError):
+    """A setting (argument, marker, command-line option, ini key or environment variable) is invalid.
+
+    The message names the setting, the offending value, where it came from and what to use instead.
+    """
+
+
+class InvalidTargetError(InterlaceError, TypeError):
+    """The target given to ``explore``/``replay`` is not something interlace can run.
+
+    A target is a zero-argument ``async def`` function (asyncio) or a zero-argument plain
+    function (threads); on the command line it is written ``MODULE:FUNCTION``.
+    """
+
+
+class ReplayTokenError(InterlaceError, ValueError):
+    """A replay token is malformed, truncated, or was made by an incompatible interlace version."""
+
+
+class ReplayDivergedError(InterlaceError):
+    """A replayed schedule asked for a decision that the program no longer offers.
+
+    The message names the step and the likely cause: the code changed, or the program depends
+    on the wall clock, real I/O, unseeded randomness or hash order.
+    """
+
+
+class UnsupportedOperationError(InterlaceError, RuntimeError):
+    """The code under test used an operation the controlled scheduler cannot run deterministically.
+
+    Raised at the call (for example opening a real socket under the controlled event loop);
+    the message names the call and what to use instead.
+    """

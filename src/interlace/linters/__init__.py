@@ -1,0 +1,1 @@
+"""Static concurrency rules on libcst, run as ``interlace lint``."""

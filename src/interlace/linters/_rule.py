@@ -1,0 +1,88 @@
+"""The contract between the lint engine and the rules.
+
+A rule is a :class:`libcst.BatchableCSTVisitor` subclass: the engine parses a file once and
+runs every selected rule in one batched traversal (``libcst.visit_batched``). Rules report
+*nodes*; the engine turns nodes into line/column positions afterwards, and only for files that
+produced a report, because ``PositionProvider`` costs a second pass over the tree (measured in
+benchmarks/). A rule that needs positions or other metadata to *decide* must say so in
+``METADATA_DEPENDENCIES`` and pay for it; none of the initial rules should.
+
+Invariant: a rule instance is used for exactly one file; ``reports`` holds that file's reports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+import libcst as cst
+
+__all__ = ("LintContext", "Related", "Report", "Rule")
+
+
+@dataclass(frozen=True, slots=True)
+class LintContext:
+    """What a rule may know about the run besides the tree.
+
+    Attributes:
+        path: the file's path as given on the command line (for messages only).
+        target_version: the oldest Python the linted code supports, as ``(3, 11)``.
+        shared_classes: class names the user declared shared between threads
+            (``[tool.interlace.lint] shared-classes``), for IL102.
+    """
+
+    path: str = "<string>"
+    target_version: tuple[int, int] = (3, 11)
+    shared_classes: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class Related:
+    """A secondary location of a report: the check, the suspension point, the act."""
+
+    node: cst.CSTNode
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """One finding of one rule, still in terms of nodes."""
+
+    code: str
+    node: cst.CSTNode
+    message: str
+    related: tuple[Related, ...] = ()
+
+
+class Rule(cst.BatchableCSTVisitor):
+    """Base class of every lint rule.
+
+    Subclasses set the class attributes and implement ``visit_*``/``leave_*`` methods; they
+    call :meth:`report`. ``VALID`` and ``INVALID`` are code samples that become tests: every
+    ``VALID`` sample must produce no report of this rule, every ``INVALID`` sample at least one.
+    """
+
+    code: ClassVar[str]
+    """Stable code, ``IL`` + three digits."""
+    name: ClassVar[str]
+    """Kebab-case name, e.g. ``check-then-act-across-await``."""
+    summary: ClassVar[str]
+    """One line: what the rule flags."""
+    VALID: ClassVar[Sequence[str]] = ()
+    INVALID: ClassVar[Sequence[str]] = ()
+
+    def __init__(self, context: LintContext) -> None:
+        super().__init__()
+        self.context = context
+        self.reports: list[Report] = []
+
+    def report(
+        self,
+        node: cst.CSTNode,
+        message: str,
+        *,
+        related: Sequence[Related] = (),
+    ) -> None:
+        """Record a finding at ``node`` with the full message and secondary locations."""
+        self.reports.append(Report(self.code, node, message, tuple(related)))

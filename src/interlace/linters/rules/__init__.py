@@ -1,0 +1,1 @@
+"""linters/rules"""
