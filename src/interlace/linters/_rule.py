@@ -69,6 +69,18 @@ class Rule(cst.BatchableCSTVisitor):
     """Kebab-case name, e.g. ``check-then-act-across-await``."""
     summary: ClassVar[str]
     """One line: what the rule flags."""
+    message: ClassVar[str]
+    """The finding's message template: ``<what is wrong>. <why it matters>. <what to write
+    instead>.`` with ``str.format`` fields the rule fills in. ``linters.messages.MESSAGES``
+    is the one table of all of them, derived from the rule classes."""
+    why: ClassVar[str]
+    """Docs: why the pattern is a hazard, in a paragraph (``interlace lint --explain``)."""
+    bad_example: ClassVar[str]
+    """Docs: a short program the rule flags."""
+    good_example: ClassVar[str]
+    """Docs: the corrected program, which the rule does not flag."""
+    suppress: ClassVar[str]
+    """Docs: when a ``# noqa: <code>`` is the right answer."""
     VALID: ClassVar[Sequence[str]] = ()
     INVALID: ClassVar[Sequence[str]] = ()
 
