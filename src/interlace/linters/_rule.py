@@ -83,6 +83,11 @@ class Rule(cst.BatchableCSTVisitor):
     """Docs: when a ``# noqa: <code>`` is the right answer."""
     VALID: ClassVar[Sequence[str]] = ()
     INVALID: ClassVar[Sequence[str]] = ()
+    TRIGGERS: ClassVar[Sequence[str]] = ("async", "await", "thread", "lock", "executor", "future")
+    """The engine's cheap pre-filter: lowercase substrings of which a file's lowercased text must
+    contain at least one for this rule to visit it (the file is not even parsed when no selected
+    rule is triggered). Narrow it in a subclass (IL201 uses ``("asyncio",)``); ``()`` means the
+    rule visits every file. Class names from ``shared-classes`` are added as triggers."""
 
     def __init__(self, context: LintContext) -> None:
         super().__init__()

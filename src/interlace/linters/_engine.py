@@ -1,0 +1,269 @@
+"""The per-file lint engine: one parse and one batched traversal for all selected rules.
+
+Cost model (measured in ``benchmarks/lint_throughput.py``): parsing dominates, so a file that no
+selected rule can match (its text contains none of the rules' ``TRIGGERS``) is not parsed at all;
+a file that is parsed is traversed once with every rule batched (``libcst.visit_batched``); line
+and column positions (``PositionProvider``, a second pass that regenerates the code) are computed
+only for files that produced a report.
+
+Invariant: :func:`lint_source` never raises for any input; a file that cannot be parsed and a rule
+that raises both become :class:`FileError` entries of the result.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+
+from interlace.linters._rule import LintContext, Report, Rule
+
+__all__ = (
+    "FileError",
+    "FileResult",
+    "Finding",
+    "RelatedLocation",
+    "active_rules",
+    "lint_source",
+    "noqa_codes",
+)
+
+_NOQA = re.compile(
+    r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?",
+    re.IGNORECASE,
+)
+_CODE = re.compile(r"[A-Z]+[0-9]+", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class RelatedLocation:
+    """A secondary location of a finding (the check, the suspension point, the act).
+
+    Rows are 1-based; columns are 1-based, as in ruff's JSON and SARIF.
+    """
+
+    row: int
+    column: int
+    end_row: int
+    end_column: int
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One reported problem, with 1-based rows and columns.
+
+    Attributes:
+        code: the rule code, e.g. ``"IL201"``.
+        message: the full message (``<what>. <why>. <instead>.``).
+        filename: the path as displayed (relative to the working directory when below it).
+        row, column, end_row, end_column: the reported node's span.
+        related: secondary locations, each with its own message.
+        source_line: the text of line ``row`` (without its newline), for the text output.
+    """
+
+    code: str
+    message: str
+    filename: str
+    row: int
+    column: int
+    end_row: int
+    end_column: int
+    related: tuple[RelatedLocation, ...] = ()
+    source_line: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class FileError:
+    """A file that could not be linted completely.
+
+    ``kind`` is ``"syntax"`` (the file does not parse), ``"io"`` (it cannot be read) or
+    ``"internal"`` (a rule raised: a bug in interlace; the other rules' findings still count).
+    """
+
+    filename: str
+    row: int
+    column: int
+    message: str
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class FileResult:
+    """Everything the engine learned about one file."""
+
+    filename: str
+    findings: tuple[Finding, ...] = ()
+    errors: tuple[FileError, ...] = ()
+    lines: int = 0
+    parsed: bool = False
+    cached: bool = field(default=False, compare=False)
+
+
+def active_rules(
+    source: bytes, rules: Sequence[type[Rule]], extra_triggers: Iterable[str] = ()
+) -> list[type[Rule]]:
+    """Return the rules whose pre-filter ``TRIGGERS`` occur in ``source`` (case-insensitively)."""
+    lowered = source.lower()
+    extra = [t.lower().encode() for t in extra_triggers]
+    picked = []
+    for rule in rules:
+        triggers = rule.TRIGGERS
+        hit = not triggers or any(t.encode() in lowered for t in triggers)
+        if hit or (extra and any(t in lowered for t in extra)):
+            picked.append(rule)
+    return picked
+
+
+def noqa_codes(line: str) -> frozenset[str] | None:
+    """Parse a ``# noqa`` comment: ``None`` if absent, empty set for a bare ``# noqa``.
+
+    Only the ``# noqa`` on the line where a finding starts suppresses it, as in ruff.
+    """
+    match = _NOQA.search(line)
+    if match is None:
+        return None
+    codes = match.group("codes")
+    if not codes:
+        return frozenset()
+    return frozenset(c.upper() for c in _CODE.findall(codes))
+
+
+def _suppressed(code: str, line: str) -> bool:
+    codes = noqa_codes(line)
+    if codes is None:
+        return False
+    return not codes or any(code.startswith(c) for c in codes)
+
+
+def _syntax_error(filename: str, exc: cst.ParserSyntaxError) -> FileError:
+    first = str(exc).strip().splitlines()
+    summary = first[0] if first else "invalid syntax"
+    return FileError(
+        filename,
+        exc.raw_line,
+        exc.raw_column + 1,
+        f"cannot parse: {summary}",
+        "syntax",
+    )
+
+
+def _internal(filename: str, what: str, exc: BaseException) -> FileError:
+    return FileError(
+        filename,
+        1,
+        1,
+        f"internal error in {what}: {type(exc).__name__}: {exc}. This is a bug in interlace: "
+        "please report it with this file; the other rules' findings for the file still stand",
+        "internal",
+    )
+
+
+def _visit(module: cst.Module, rules: list[Rule], wrapper: MetadataWrapper | None) -> None:
+    if wrapper is not None:
+        wrapper.visit_batched(rules)
+    else:
+        cst.visit_batched(module, rules)
+
+
+def _run_rules(
+    module: cst.Module,
+    rule_types: Sequence[type[Rule]],
+    context: LintContext,
+    filename: str,
+) -> tuple[list[Report], list[FileError], MetadataWrapper | None]:
+    needs_metadata = any(r.METADATA_DEPENDENCIES for r in rule_types)
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True) if needs_metadata else None
+    rules = [r(context) for r in rule_types]
+    try:
+        _visit(module, rules, wrapper)
+    except Exception:  # isolate the faulty rule below: never crash
+        pass
+    else:
+        return [rep for rule in rules for rep in rule.reports], [], wrapper
+    # Slow path, only after a rule raised: run each rule alone so one faulty rule costs only
+    # its own findings for this file.
+    reports: list[Report] = []
+    errors: list[FileError] = []
+    for rule_type in rule_types:
+        rule = rule_type(context)
+        try:
+            _visit(module, [rule], wrapper)
+        except Exception as exc:  # reported as that rule's internal error
+            errors.append(_internal(filename, f"rule {rule_type.code}", exc))
+        else:
+            reports.extend(rule.reports)
+    return reports, errors, wrapper
+
+
+def _span(positions: object, node: cst.CSTNode) -> tuple[int, int, int, int]:
+    code_range = positions[node]  # type: ignore[index]
+    assert isinstance(code_range, CodeRange)
+    return (
+        code_range.start.line,
+        code_range.start.column + 1,
+        code_range.end.line,
+        code_range.end.column + 1,
+    )
+
+
+def lint_source(
+    source: str | bytes,
+    rules: Sequence[type[Rule]],
+    *,
+    filename: str = "<string>",
+    context: LintContext | None = None,
+) -> FileResult:
+    """Lint one module's source with the given rule classes.
+
+    Args:
+        source: the module text (bytes are decoded as Python does: BOM, coding cookie, UTF-8).
+        rules: the rule classes to run; the pre-filter may skip some or all of them.
+        filename: the name used in findings and errors.
+        context: what rules may know about the run (target version, shared classes).
+
+    Returns:
+        The findings after ``# noqa`` suppression, sorted by position, and any errors.
+    """
+    if context is None:
+        context = LintContext(path=filename)
+    data = source.encode("utf-8") if isinstance(source, str) else source
+    lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+    picked = active_rules(data, rules, context.shared_classes)
+    if not picked:
+        return FileResult(filename, lines=lines)
+    try:
+        module = cst.parse_module(data)
+    except cst.ParserSyntaxError as exc:
+        return FileResult(filename, errors=(_syntax_error(filename, exc),), lines=lines)
+    except Exception as exc:  # e.g. RecursionError on absurdly nested code
+        return FileResult(filename, errors=(_internal(filename, "the parser", exc),), lines=lines)
+    try:
+        reports, errors, wrapper = _run_rules(module, picked, context, filename)
+        if not reports:
+            return FileResult(filename, errors=tuple(errors), lines=lines, parsed=True)
+        if wrapper is None:
+            wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+        positions = wrapper.resolve(PositionProvider)
+        text_lines = data.decode(module.encoding, errors="replace").splitlines()
+        findings: list[Finding] = []
+        for rep in reports:
+            row, col, end_row, end_col = _span(positions, rep.node)
+            line = text_lines[row - 1] if 0 < row <= len(text_lines) else ""
+            if _suppressed(rep.code, line):
+                continue
+            related = tuple(
+                RelatedLocation(*_span(positions, rel.node), rel.message) for rel in rep.related
+            )
+            findings.append(
+                Finding(rep.code, rep.message, filename, row, col, end_row, end_col, related, line)
+            )
+    except Exception as exc:  # positions or noqa on a pathological tree
+        return FileResult(
+            filename, errors=(_internal(filename, "the engine", exc),), lines=lines, parsed=True
+        )
+    findings.sort(key=lambda f: (f.row, f.column, f.code, f.message))
+    return FileResult(filename, tuple(findings), tuple(errors), lines, parsed=True)

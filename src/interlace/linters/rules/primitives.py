@@ -1,0 +1,358 @@
+"""IL201: asyncio synchronization primitives created outside the event loop that uses them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from interlace.linters._rule import LintContext, Related, Rule
+
+__all__ = ("AvoidAsyncioPrimitiveInInit",)
+
+_PRIMITIVES = frozenset(
+    {
+        "Lock",
+        "Event",
+        "Condition",
+        "Semaphore",
+        "BoundedSemaphore",
+        "Queue",
+        "PriorityQueue",
+        "LifoQueue",
+        "Barrier",
+    }
+)
+_PRIMITIVE_MODULES = frozenset({"asyncio", "asyncio.locks", "asyncio.queues"})
+_FACTORY_KEYWORDS = frozenset({"default_factory", "factory"})
+
+
+@dataclass(frozen=True, slots=True)
+class _Frame:
+    """One scope on the rule's stack.
+
+    ``kind`` is ``module``, ``class``, ``function`` or ``lambda``; ``node`` is the scope's node.
+    """
+
+    kind: str
+    node: cst.CSTNode
+    name: str = ""
+    is_async: bool = False
+
+
+def _dotted(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        base = _dotted(node.value)
+        return None if base is None else f"{base}.{node.attr.value}"
+    return None
+
+
+def _module_name(node: cst.Attribute | cst.Name) -> str:
+    dotted = _dotted(node)
+    return dotted or ""
+
+
+class AvoidAsyncioPrimitiveInInit(Rule):
+    """Flag asyncio primitives built in ``__init__``, a ``default_factory``, a class body or at
+    module level, where no event loop is running yet."""
+
+    code = "IL201"
+    name = "asyncio-primitive-in-init"
+    summary = (
+        "an asyncio Lock/Event/Condition/Semaphore/BoundedSemaphore/Queue/Barrier created in "
+        "`__init__`, `__post_init__`, a dataclass `default_factory`, a class body or at module "
+        "level"
+    )
+    message = "{primitive} is created {place}, outside any running event loop. {hazard}. {instead}."
+    why = (
+        "An asyncio primitive belongs to one event loop. Before Python 3.10 it bound at "
+        "construction to `asyncio.get_event_loop()`, which outside a running loop is not the loop "
+        "that `asyncio.run()` later creates, so awaiting it raised `RuntimeError` ('attached to a "
+        "different loop'). Since 3.10 it binds lazily to the first loop that makes it *wait* (a "
+        "contended `acquire()`, `Event.wait()`, `Queue.get()` on an empty queue), and fails with "
+        "`RuntimeError` ('is bound to a different event loop') only when it must wait under a "
+        "second loop. That happens to objects that outlive one loop: module-level singletons and "
+        "class attributes (shared by everything that imports them), objects cached across "
+        "`asyncio.run()` calls, pytest-asyncio fixtures whose scope is wider than the test's loop, "
+        "and threads that each run their own loop. The failure is intermittent because it needs "
+        "contention, which is why it survives testing."
+    )
+    bad_example = (
+        "import asyncio\n"
+        "\n"
+        "class Client:\n"
+        "    def __init__(self) -> None:\n"
+        "        self._lock = asyncio.Lock()\n"
+        "\n"
+        "client = Client()  # cached and reused by every asyncio.run() call\n"
+    )
+    good_example = (
+        "import asyncio\n"
+        "\n"
+        "class Client:\n"
+        "    def __init__(self) -> None:\n"
+        "        self._lock: asyncio.Lock | None = None\n"
+        "\n"
+        "    async def _get_lock(self) -> asyncio.Lock:\n"
+        "        if self._lock is None:\n"
+        "            self._lock = asyncio.Lock()\n"
+        "        return self._lock\n"
+    )
+    suppress = (
+        "On Python 3.10 and later, when the object provably lives and dies inside one event loop "
+        "(it is only ever constructed inside a coroutine and never cached, stored at module level "
+        "or shared with a fixture of wider scope), creating the primitive in `__init__` is safe: "
+        "write `# noqa: IL201` on that line. Module-level and class-body primitives are shared by "
+        "every user of the module or class and are rarely safe."
+    )
+    VALID = (
+        "import asyncio\nasync def main():\n    lock = asyncio.Lock()\n",
+        "import asyncio\nclass C:\n    async def start(self):\n        self.q = asyncio.Queue()\n",
+        "import asyncio\nclass C:\n    def __init__(self):\n"
+        "        self.lock: asyncio.Lock | None = None\n",
+        "import threading\nclass C:\n    def __init__(self):\n"
+        "        self.lock = threading.Lock()\n",
+        "from threading import Lock\nLOCK = Lock()\n",
+        "import asyncio\nclass C:\n    lock: asyncio.Lock\n",
+        "import asyncio\ndef make():\n    return asyncio.Lock()\n",
+    )
+    INVALID = (
+        "import asyncio\nclass C:\n    def __init__(self):\n        self.lock = asyncio.Lock()\n",
+        "import asyncio as aio\nclass C:\n    def __init__(self):\n        self.q = aio.Queue()\n",
+        "from asyncio import Semaphore\nLIMIT = Semaphore(10)\n",
+        "import asyncio\nclass C:\n    lock = asyncio.Lock()\n",
+        "import asyncio\nfrom dataclasses import dataclass, field\n@dataclass\nclass C:\n"
+        "    ev: asyncio.Event = field(default_factory=asyncio.Event)\n",
+        "import asyncio\nfrom dataclasses import dataclass\n@dataclass\nclass C:\n"
+        "    def __post_init__(self):\n        self.cond = asyncio.Condition()\n",
+    )
+    TRIGGERS = ("asyncio",)
+
+    def __init__(self, context: LintContext) -> None:
+        super().__init__(context)
+        self._frames: list[_Frame] = []
+        # local name -> module it refers to (``import asyncio as aio`` -> aio: asyncio)
+        self._modules: dict[str, str] = {}
+        # local name -> qualified object (``from asyncio import Lock as L`` -> L: asyncio.Lock)
+        self._names: dict[str, str] = {}
+
+    # -- imports ------------------------------------------------------------------------------
+
+    def visit_Import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            full = _module_name(alias.name)
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                local = alias.asname.name.value
+                self._modules[local] = full
+            else:
+                local = full.split(".")[0]
+                self._modules[local] = local
+            self._names.pop(local, None)
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+            return
+        module = _module_name(node.module)
+        for alias in node.names:
+            imported = _dotted(alias.name)
+            if imported is None:
+                continue
+            local = imported
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                local = alias.asname.name.value
+            qualified = f"{module}.{imported}"
+            self._names[local] = qualified
+            if qualified in _PRIMITIVE_MODULES:
+                self._modules[local] = qualified
+            else:
+                self._modules.pop(local, None)
+
+    def _primitive(self, node: cst.BaseExpression) -> str | None:
+        """Return the primitive's class name if ``node`` names an asyncio primitive class."""
+        dotted = _dotted(node)
+        if dotted is None:
+            return None
+        head, _, rest = dotted.partition(".")
+        if not rest:
+            qualified = self._names.get(head)
+        elif head in self._modules:
+            qualified = f"{self._modules[head]}.{rest}"
+        else:
+            qualified = self._names.get(head)
+            qualified = f"{qualified}.{rest}" if qualified else None
+        if qualified is None:
+            return None
+        module, _, cls = qualified.rpartition(".")
+        if module in _PRIMITIVE_MODULES and cls in _PRIMITIVES:
+            return cls
+        return None
+
+    # -- scopes -------------------------------------------------------------------------------
+    # Frames are pushed on the *body* so decorators, bases, parameter defaults and annotations
+    # belong to the enclosing scope, where Python evaluates them.
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._frames.append(_Frame("module", node))
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        self._frames.pop()
+
+    def visit_ClassDef_body(self, node: cst.ClassDef) -> None:
+        self._frames.append(_Frame("class", node, node.name.value))
+
+    def leave_ClassDef_body(self, node: cst.ClassDef) -> None:
+        self._frames.pop()
+
+    def visit_FunctionDef_body(self, node: cst.FunctionDef) -> None:
+        self._frames.append(
+            _Frame("function", node, node.name.value, is_async=node.asynchronous is not None)
+        )
+
+    def leave_FunctionDef_body(self, node: cst.FunctionDef) -> None:
+        self._frames.pop()
+
+    def visit_Lambda_body(self, node: cst.Lambda) -> None:
+        self._frames.append(_Frame("lambda", node))
+
+    def leave_Lambda_body(self, node: cst.Lambda) -> None:
+        self._frames.pop()
+
+    def _place(self) -> tuple[str, str, list[Related]] | None:
+        """Where code at the current position runs: (kind, description, related) or None."""
+        if not self._frames:
+            return None
+        top = self._frames[-1]
+        if top.kind == "module":
+            return "module", "at module level", []
+        if top.kind == "class":
+            assert isinstance(top.node, cst.ClassDef)
+            return (
+                "class",
+                f"in the body of class `{top.name}`",
+                [Related(top.node.name, f"every instance of `{top.name}` shares it")],
+            )
+        if (
+            top.kind == "function"
+            and not top.is_async
+            and top.name in ("__init__", "__post_init__")
+            and len(self._frames) >= 2
+            and self._frames[-2].kind == "class"
+        ):
+            assert isinstance(top.node, cst.FunctionDef)
+            return (
+                "instance",
+                f"in `{top.name}`",
+                [
+                    Related(
+                        top.node.name,
+                        f"`{top.name}` runs wherever the object is built, usually before a loop "
+                        "runs",
+                    )
+                ],
+            )
+        return None
+
+    # -- findings -----------------------------------------------------------------------------
+
+    def visit_Call(self, node: cst.Call) -> None:
+        kind = self._primitive(node.func)
+        if kind is not None:
+            place = self._place()
+            if place is not None:
+                self._flag(node, kind, *place)
+                return
+        self._check_factory(node)
+
+    def _check_factory(self, node: cst.Call) -> None:
+        """``field(default_factory=asyncio.Lock)``, ``Factory(asyncio.Lock)`` in a class body."""
+        if not self._frames or self._frames[-1].kind != "class":
+            return
+        candidates: list[cst.BaseExpression] = [
+            arg.value
+            for arg in node.args
+            if arg.keyword is not None and arg.keyword.value in _FACTORY_KEYWORDS
+        ]
+        func = _dotted(node.func) or ""
+        if func.rpartition(".")[2] == "Factory" and node.args and node.args[0].keyword is None:
+            candidates.append(node.args[0].value)
+        top = self._frames[-1]
+        assert isinstance(top.node, cst.ClassDef)
+        for value in candidates:
+            kind = self._factory_primitive(value)
+            if kind is not None:
+                self._flag(
+                    value,
+                    kind,
+                    "instance",
+                    "by a `default_factory`",
+                    [Related(top.node.name, f"runs whenever `{top.name}` is instantiated")],
+                )
+
+    def _factory_primitive(self, value: cst.BaseExpression) -> str | None:
+        if isinstance(value, cst.Lambda) and isinstance(value.body, cst.Call):
+            return self._primitive(value.body.func)
+        if isinstance(value, cst.Call):
+            func = _dotted(value.func) or ""
+            if func.rpartition(".")[2] == "partial" and value.args:
+                return self._primitive(value.args[0].value)
+            return None
+        return self._primitive(value)
+
+    def _flag(
+        self,
+        node: cst.CSTNode,
+        kind: str,
+        scope: str,
+        place: str,
+        related: list[Related],
+    ) -> None:
+        old = self.context.target_version < (3, 10)
+        shared = scope in ("module", "class")
+        if old:
+            hazard = (
+                "Before Python 3.10 it binds at construction to `asyncio.get_event_loop()`, "
+                "which outside a running loop is not the loop that `asyncio.run()` creates, so "
+                "awaiting it raises RuntimeError ('attached to a different loop')"
+            )
+            if shared:
+                hazard += (
+                    ", for every "
+                    + ("importer of this module" if scope == "module" else "instance")
+                    + " alike"
+                )
+        elif shared:
+            who = "importer of this module" if scope == "module" else "instance of the class"
+            hazard = (
+                f"One object is shared by every {who} and binds to the first event loop that "
+                "makes it wait; any other loop (a second `asyncio.run()`, one loop per test, a "
+                "thread running its own loop) then gets RuntimeError ('is bound to a different "
+                "event loop') as soon as it must wait on it"
+            )
+        else:
+            hazard = (
+                "Since Python 3.10 it binds to the first event loop that makes it wait and fails "
+                "with RuntimeError ('is bound to a different event loop') only if this object is "
+                "later used from a second loop: an instance cached across `asyncio.run()` calls, "
+                "held by a module-level singleton, or built by a pytest-asyncio fixture with a "
+                "wider scope than the test's loop"
+            )
+        if shared:
+            instead = (
+                "Create it inside the running loop instead: in an async function, per instance, "
+                "or lazily on first use from async code"
+            )
+        else:
+            instead = (
+                "Create it lazily from async code (e.g. `if self._lock is None: self._lock = "
+                f"asyncio.{kind}()` in an async method), or make sure each object lives on one "
+                "loop and suppress with `# noqa: IL201`"
+            )
+        self.report(
+            node,
+            self.message.format(
+                primitive=f"`asyncio.{kind}`", place=place, hazard=hazard, instead=instead
+            ),
+            related=related,
+        )
