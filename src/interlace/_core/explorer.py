@@ -1,0 +1,258 @@
+"""Explore schedules with a strategy, shrink the first failure, and build its report.
+
+The engine knows nothing about asyncio or threads: it drives a backend through
+``run(chooser, record=...) -> RunResult`` and works only on the decisions runs took.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from interlace._core.result import (
+    LABEL_JITTER,
+    LABEL_LATENCY,
+    LABEL_PREEMPTION,
+    LABEL_STOCK,
+    Exploration,
+    Failure,
+    RunResult,
+)
+from interlace._core.schedule import READY, TIMER, Decision, Settings, encode_token
+from interlace._core.strategy import Chooser, ReplayChooser, Strategy
+
+__all__ = ("Backend", "ReplayHints", "explore_backend", "label_for", "make_failure", "shrink")
+
+_SHRINK_RUNS = 400
+_SHRINK_SECONDS = 20.0
+
+
+class Backend(Protocol):
+    """What the engine needs from a backend (the controlled asyncio loop, controlled threads)."""
+
+    settings: Settings
+
+    def run(self, chooser: Chooser, *, record: bool = False) -> RunResult: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayHints:
+    """How to name the target in the report's replay lines.
+
+    Attributes:
+        api: the target as a Python expression, e.g. ``tests.test_bank.test_transfer``.
+        cli: the target as ``MODULE:FUNCTION`` for ``interlace replay``, or empty.
+        pytest: the pytest node id, or empty outside pytest.
+    """
+
+    api: str
+    cli: str = ""
+    pytest: str = ""
+
+
+def label_for(decisions: Sequence[Decision], backend: str) -> str:
+    """What a schedule needs on a stock interpreter, from its non-stock decisions."""
+    if not decisions:
+        return LABEL_STOCK
+    needs = []
+    if any(d.kind == READY for d in decisions):
+        needs.append(LABEL_PREEMPTION if backend == "threads" else LABEL_LATENCY)
+    if any(d.kind == TIMER for d in decisions):
+        needs.append(LABEL_JITTER)
+    return " and ".join(needs[:1] + [n.removeprefix("needs ") for n in needs[1:]])
+
+
+def _cost(result: RunResult) -> tuple[int, int, int]:
+    return (len(result.decisions), sum(d.choice for d in result.decisions), result.steps)
+
+
+def shrink(backend: Backend, found: RunResult, *, max_runs: int = _SHRINK_RUNS,
+           max_seconds: float = _SHRINK_SECONDS) -> tuple[RunResult, int]:
+    """Shrink a failing run to the fewest deviations from stock order, then the fewest steps.
+
+    Returns the best run (failing the same way as ``found``) and the number of runs spent.
+    """
+    best = found
+    runs = 0
+    deadline = time.monotonic() + max_seconds
+
+    def attempt(decisions: Sequence[Decision]) -> bool:
+        nonlocal best, runs
+        if runs >= max_runs or time.monotonic() > deadline:
+            return False
+        runs += 1
+        result = backend.run(ReplayChooser(decisions, strict=False))
+        if result.same_failure(found) and _cost(result) < _cost(best):
+            best = result
+            return True
+        return False
+
+    if best.decisions and attempt(()):
+        return best, runs
+    # Remove deviations: first halves (ddmin-style), then one at a time, until nothing goes.
+    changed = True
+    while changed and best.decisions:
+        changed = False
+        current = list(best.decisions)
+        size = len(current) // 2
+        while size >= 1 and not changed:
+            for start in range(0, len(current), size):
+                if attempt(current[:start] + current[start + size :]):
+                    changed = True
+                    break
+            size //= 2
+    # Take each remaining deviation's smallest option that still fails.
+    for index in range(len(best.decisions)):
+        if index >= len(best.decisions):
+            break
+        decision = best.decisions[index]
+        for choice in range(1, decision.choice):
+            trial = list(best.decisions)
+            trial[index] = Decision(decision.step, decision.kind, choice, decision.actor)
+            if attempt(trial):
+                break
+    # Fewer steps: try each deviation earlier (the failure may then come sooner).
+    for index in range(len(best.decisions)):
+        if index >= len(best.decisions):
+            break
+        decision = best.decisions[index]
+        lower = best.decisions[index - 1].step + 1 if index else 1
+        step = decision.step
+        while step - 1 >= lower:
+            trial = list(best.decisions)
+            trial[index] = Decision(step - 1, decision.kind, decision.choice, decision.actor)
+            if not attempt(trial):
+                break
+            step -= 1
+            decision = best.decisions[index]
+    return best, runs
+
+
+def make_failure(backend: Backend, best: RunResult, shrunk_from: int, hints: ReplayHints,
+                 *, recorded: RunResult | None = None) -> Failure:
+    """Record the schedule once more, step by step, and build the public ``Failure``."""
+    token = encode_token(backend.settings, best.decisions)
+    if recorded is None:
+        recorded = backend.run(ReplayChooser(best.decisions, strict=True), record=True)
+        if not recorded.same_failure(best):  # a nondeterministic target: keep what we had
+            recorded = best
+    assert best.kind is not None
+    label = label_for(best.decisions, backend.settings.backend)
+    report = format_report(recorded, best, shrunk_from, label, token, hints)
+    exception = recorded.exception if recorded.kind == "exception" else None
+    if exception is not None:
+        exception.add_note(_exception_note(label, token, hints, best.steps, shrunk_from))
+    return Failure(
+        kind=best.kind,
+        token=token,
+        exception=exception,
+        report=report,
+        label=label,
+        steps=best.steps,
+        shrunk_from=shrunk_from,
+        deviations=len(best.decisions),
+        schedule=recorded.trace,
+        detail=recorded.detail or best.detail,
+    )
+
+
+def replay_lines(token: str, hints: ReplayHints) -> list[str]:
+    """The copy-pasteable lines that replay a schedule (pytest, API, command line)."""
+    lines = []
+    if hints.pytest:
+        lines.append(f"pytest '{hints.pytest}' --interlace-replay={token}")
+    lines.append(f"interlace.replay({hints.api}, {token!r})")
+    if hints.cli:
+        lines.append(f"interlace replay {hints.cli} {token}")
+    return lines
+
+
+def _exception_note(label: str, token: str, hints: ReplayHints, steps: int,
+                    shrunk_from: int) -> str:
+    lines = [f"interlace: failing schedule ({steps} steps, shrunk from {shrunk_from}), {label}."]
+    lines.append("Replay it with:")
+    lines.extend("    " + line for line in replay_lines(token, hints))
+    return "\n".join(lines)
+
+
+_KIND_TITLES = {"exception": "Exception", "deadlock": "Deadlock", "hang": "Hang"}
+
+
+def format_report(recorded: RunResult, best: RunResult, shrunk_from: int, label: str,
+                  token: str, hints: ReplayHints) -> str:
+    """The human report: the numbered schedule, what failed, the label, how to replay."""
+    steps = best.steps
+    lines = [f"Failing schedule ({steps} steps, shrunk from {shrunk_from}):"]
+    trace = recorded.trace
+    if trace and trace[0].step > 1:
+        lines.append(f"  ... {trace[0].step - 1} earlier steps not shown ...")
+    width = len(str(steps))
+    for record in trace:
+        text = f"  {record.step:>{width}}. {record.actor}: {record.action}"
+        if record.resumed:
+            text += f" at {record.resumed}"
+        if record.suspended:
+            text += f" -> {record.suspended}"
+        if record.deviation:
+            text += f"    <- {record.deviation}"
+        lines.append(text)
+    kind = best.kind or "exception"
+    lines.append("")
+    if kind == "exception" and recorded.exception is not None:
+        exc = recorded.exception
+        lines.append(f"{_KIND_TITLES[kind]}: {type(exc).__module__}.{type(exc).__qualname__}: {exc}"
+                     if type(exc).__module__ != "builtins"
+                     else f"{_KIND_TITLES[kind]}: {type(exc).__name__}: {exc}")
+    else:
+        lines.append(f"{_KIND_TITLES[kind]}:")
+    detail = recorded.detail or best.detail
+    if detail:
+        lines.extend("  " + line for line in detail.splitlines())
+    deviations = len(best.decisions)
+    plural = "" if deviations == 1 else "s"
+    lines.append("")
+    lines.append(f"Label: {label} ({deviations} deviation{plural} from stock order)")
+    lines.append("Replay:")
+    lines.extend("  " + line for line in replay_lines(token, hints))
+    return "\n".join(lines)
+
+
+def explore_backend(
+    backend: Backend,
+    strategy: Strategy,
+    *,
+    max_schedules: int,
+    seed: int,
+    hints: ReplayHints,
+    max_seconds: float | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Exploration:
+    """Run schedules until one fails, the budget is spent or the bounded space is exhausted."""
+    started = time.monotonic()
+    schedules = 0
+    failure: Failure | None = None
+    while schedules < max_schedules:
+        if max_seconds is not None and time.monotonic() - started > max_seconds:
+            break
+        chooser = strategy.next_chooser()
+        if chooser is None:
+            break
+        result = backend.run(chooser)
+        schedules += 1
+        strategy.finished(chooser, result.steps)
+        if progress is not None:
+            progress(schedules, max_schedules)
+        if result.kind is not None:
+            best, _ = shrink(backend, result)
+            failure = make_failure(backend, best, result.steps, hints)
+            break
+    return Exploration(
+        failure=failure,
+        schedules=schedules,
+        exhausted=strategy.exhausted and failure is None,
+        strategy=strategy.describe(),
+        seed=seed,
+        elapsed=time.monotonic() - started,
+    )

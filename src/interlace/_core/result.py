@@ -1,0 +1,113 @@
+"""What an exploration returns: :class:`Exploration`, :class:`Failure`, and their parts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from interlace._core.schedule import Decision
+
+__all__ = ("Exploration", "Failure", "FailureKind", "RunResult", "StepRecord")
+
+FailureKind = Literal["exception", "deadlock", "hang"]
+
+LABEL_STOCK = "fails under stock order"
+LABEL_LATENCY = "needs await latency"
+LABEL_JITTER = "needs timer jitter"
+LABEL_PREEMPTION = "needs thread preemption"
+
+
+@dataclass(frozen=True, slots=True)
+class StepRecord:
+    """One step of a recorded run, for the report.
+
+    Attributes:
+        step: 1-based step number.
+        actor: the task or thread's display name.
+        action: what the step did, e.g. ``"ran"`` or ``"callback Future.set_result"``.
+        resumed: ``file:line`` where the actor resumed (empty for a first step or callback).
+        suspended: ``file:line`` where it suspended next, or ``"finished"``/``"raised ..."``.
+        deviation: ``""`` for the stock choice, else why this step is not stock order.
+    """
+
+    step: int
+    actor: str
+    action: str
+    resumed: str
+    suspended: str
+    deviation: str = ""
+
+
+@dataclass(slots=True)
+class RunResult:
+    """What one run of the target under one chooser produced (backend -> engine)."""
+
+    kind: FailureKind | None
+    exception: BaseException | None
+    detail: str
+    steps: int
+    decisions: tuple[Decision, ...]
+    trace: tuple[StepRecord, ...] = ()
+    divergence: str | None = None
+
+    def same_failure(self, other: RunResult) -> bool:
+        """Whether two runs fail the same way (kind, and exception type for exceptions)."""
+        if self.kind != other.kind:
+            return False
+        if self.kind == "exception":
+            return type(self.exception) is type(other.exception)
+        return True
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A failing schedule, shrunk and replayable.
+
+    Attributes:
+        kind: ``"exception"``, ``"deadlock"`` or ``"hang"``.
+        token: the replay token; ``interlace.replay(target, token)`` re-runs this schedule.
+        exception: the exception that escaped the target (``kind == "exception"``), else None.
+        report: the human-readable report (the failing schedule, what failed, how to replay).
+        label: what the failure needs to happen on a stock interpreter, e.g.
+            ``"fails under stock order"`` or ``"needs await latency"``.
+        steps: steps in the shrunk schedule.
+        shrunk_from: steps in the schedule first found.
+        deviations: non-stock decisions in the shrunk schedule.
+        schedule: the recorded steps of the shrunk schedule.
+        detail: for deadlocks and hangs, what every task was doing.
+    """
+
+    kind: FailureKind
+    token: str
+    exception: BaseException | None
+    report: str
+    label: str
+    steps: int
+    shrunk_from: int
+    deviations: int
+    schedule: tuple[StepRecord, ...] = field(repr=False, default=())
+    detail: str = ""
+
+    def __str__(self) -> str:
+        return self.report
+
+
+@dataclass(frozen=True)
+class Exploration:
+    """The outcome of :func:`interlace.explore`.
+
+    Attributes:
+        failure: the first failure found (shrunk), or None.
+        schedules: how many schedules ran (shrinking runs not included).
+        exhausted: True when the bounded exhaustive search visited its whole space.
+        strategy: the strategy's description, e.g. ``"auto(exhaustive(bound=2), ...)"``.
+        seed: the seed used (pass it back to get the same exploration).
+        elapsed: wall-clock seconds spent.
+    """
+
+    failure: Failure | None
+    schedules: int
+    exhausted: bool
+    strategy: str
+    seed: int
+    elapsed: float

@@ -1,0 +1,167 @@
+"""Decisions, and the versioned replay token that carries them.
+
+A schedule is stored sparsely: the backend takes the *stock* choice (index 0, what the stock
+interpreter would run next) at every schedule point except the ones listed. Each listed
+:class:`Decision` says at which step, of which kind, which option was taken, and which actor
+that option was (so a replay can say precisely where it diverged).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import zlib
+from dataclasses import dataclass
+
+from interlace.errors import ReplayTokenError
+
+__all__ = ("READY", "TIMER", "Decision", "Settings", "decode_token", "encode_token")
+
+READY = 0
+"""Decision kind: which ready task/callback runs next (option ``n`` = advance the clock)."""
+TIMER = 1
+"""Decision kind: which of the timers due within the jitter window fires first."""
+
+TOKEN_PREFIX = "il1."
+"""Token format version 1. Bump when the meaning of a decision changes."""
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """One non-stock choice: at ``step``, of ``kind``, option ``choice`` (actor ``actor``)."""
+
+    step: int
+    kind: int
+    choice: int
+    actor: int
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The model parameters that change which options exist at a schedule point.
+
+    They travel inside the token, so a replay offers exactly the options the run had.
+
+    Attributes:
+        backend: ``"asyncio"`` or ``"threads"``.
+        window: how many ready entries a decision may look past (bounds per-step cost).
+        fairness: how many times in a row an entry may be postponed.
+        jitter_us: the timer-jitter window in microseconds (0 disables timer decisions).
+        time_slice: steps without clock movement after which pending timers fire.
+        max_steps: the step budget (a run still going after it is a hang).
+        max_time_us: the virtual-time budget in microseconds.
+    """
+
+    backend: str = "asyncio"
+    window: int = 8
+    fairness: int = 8
+    jitter_us: int = 10_000
+    time_slice: int = 1_000
+    max_steps: int = 200_000
+    max_time_us: int = 3_600_000_000
+
+
+_BACKENDS = ("asyncio", "threads")
+
+
+def _put_varint(out: bytearray, value: int) -> None:
+    if value < 0:
+        raise ValueError(value)
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return
+
+
+def _get_varint(data: bytes, pos: int) -> tuple[int, int]:
+    shift = 0
+    value = 0
+    while True:
+        if pos >= len(data):
+            raise IndexError(pos)
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+
+
+def encode_token(settings: Settings, decisions: tuple[Decision, ...]) -> str:
+    """Encode a schedule as a compact, copy-pasteable, versioned token."""
+    out = bytearray()
+    for number in (
+        _BACKENDS.index(settings.backend),
+        settings.window,
+        settings.fairness,
+        settings.jitter_us,
+        settings.time_slice,
+        settings.max_steps,
+        settings.max_time_us,
+        len(decisions),
+    ):
+        _put_varint(out, number)
+    previous = 0
+    for decision in decisions:
+        _put_varint(out, decision.step - previous)  # steps ascend: store gaps
+        previous = decision.step
+        _put_varint(out, decision.kind)
+        _put_varint(out, decision.choice)
+        _put_varint(out, decision.actor)
+    packed = zlib.compress(bytes(out), 9)
+    return TOKEN_PREFIX + base64.urlsafe_b64encode(packed).decode("ascii").rstrip("=")
+
+
+def decode_token(token: str) -> tuple[Settings, tuple[Decision, ...]]:
+    """Decode a token made by :func:`encode_token`.
+
+    Raises:
+        ReplayTokenError: the token is not a string, has another version, or is damaged.
+    """
+    if not isinstance(token, str):
+        raise ReplayTokenError(
+            f"a replay token is a str like 'il1.eJ...', got {type(token).__name__} {token!r}; "
+            "copy the token from the failure report"
+        )
+    text = token.strip()
+    if not text.startswith(TOKEN_PREFIX):
+        version = text.split(".", 1)[0] if "." in text else text[:8]
+        raise ReplayTokenError(
+            f"replay token {token!r} does not start with {TOKEN_PREFIX!r} (found {version!r}): "
+            "it was made by another version of interlace or is not a replay token; "
+            "re-run the exploration with this version to get a new token"
+        )
+    body = text[len(TOKEN_PREFIX) :]
+    try:
+        packed = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+        data = zlib.decompress(packed)
+        numbers: list[int] = []
+        pos = 0
+        for _ in range(8):
+            value, pos = _get_varint(data, pos)
+            numbers.append(value)
+        backend, window, fairness, jitter, time_slice, max_steps, max_time, count = numbers
+        settings = Settings(
+            _BACKENDS[backend], window, fairness, jitter, time_slice, max_steps, max_time
+        )
+        decisions = []
+        step = 0
+        for _ in range(count):
+            gap, pos = _get_varint(data, pos)
+            kind, pos = _get_varint(data, pos)
+            choice, pos = _get_varint(data, pos)
+            actor, pos = _get_varint(data, pos)
+            step += gap
+            decisions.append(Decision(step, kind, choice, actor))
+        if pos != len(data):
+            raise ValueError("trailing bytes")
+    except (ValueError, IndexError, zlib.error, binascii.Error) as exc:
+        raise ReplayTokenError(
+            f"replay token {token!r} is damaged ({exc.__class__.__name__}); it may have been "
+            "cut or wrapped when copied: copy the whole token from the failure report"
+        ) from None
+    return settings, tuple(decisions)

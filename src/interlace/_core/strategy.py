@@ -1,0 +1,392 @@
+"""Choosers (one schedule's decision maker) and strategies (which choosers to try next).
+
+The backend reads :attr:`Chooser.consult_at` on its hot path and calls :meth:`Chooser.choose`
+only at that step, so a chooser that deviates rarely costs nothing per step. At a consult the
+backend offers the options in stock order: option 0 is what the stock interpreter would run
+next, options ``1..n-1`` postpone the ones before them, and, when ``can_advance`` is true,
+option ``n`` postpones every ready entry and advances the clock to the next timer.
+
+Invariant: a chooser is used for exactly one run, and it is deterministic given its seed.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from interlace._core.schedule import Decision
+
+__all__ = (
+    "STRATEGIES",
+    "Chooser",
+    "ExhaustiveStrategy",
+    "PCTStrategy",
+    "PortfolioStrategy",
+    "RandomWalkStrategy",
+    "ReplayChooser",
+    "Strategy",
+    "make_strategy",
+)
+
+NEVER = 1 << 62
+"""A ``consult_at`` that is never reached."""
+
+
+class Chooser:
+    """Takes the stock option everywhere: the schedule a stock interpreter runs."""
+
+    consult_at: int = NEVER
+
+    def choose(self, step: int, actors: Sequence[int], can_advance: bool) -> int:
+        """Pick which ready option runs at ``step`` (0 = stock)."""
+        return 0
+
+    def choose_timer(self, step: int, count: int) -> int:
+        """Pick which of ``count`` timers due within the jitter window fires first."""
+        return 0
+
+
+class ReplayChooser(Chooser):
+    """Re-takes a recorded schedule.
+
+    With ``strict`` a decision the run no longer offers is reported through ``divergence``
+    (the backend stops and raises ``ReplayDivergedError``); without it (while shrinking) such
+    a decision is skipped.
+    """
+
+    def __init__(self, decisions: Sequence[Decision], *, strict: bool) -> None:
+        self._decisions = sorted(decisions, key=lambda d: (d.step, d.kind))
+        self._index = 0
+        self.strict = strict
+        self.divergence: str | None = None
+        self.consult_at = self._decisions[0].step if self._decisions else NEVER
+
+    def _take(self, step: int, kind: int) -> Decision | None:
+        decisions = self._decisions
+        # Skip decisions the run went past (only possible when not strict).
+        while self._index < len(decisions) and decisions[self._index].step < step:
+            if self.strict and self.divergence is None:
+                missed = decisions[self._index]
+                self.divergence = (
+                    f"step {missed.step} was never offered a choice "
+                    f"(the run reached step {step} first)"
+                )
+            self._index += 1
+        found = None
+        if self._index < len(decisions):
+            candidate = decisions[self._index]
+            if candidate.step == step and candidate.kind == kind:
+                found = candidate
+                self._index += 1
+        self.consult_at = decisions[self._index].step if self._index < len(decisions) else NEVER
+        return found
+
+    def choose(self, step: int, actors: Sequence[int], can_advance: bool) -> int:
+        decision = self._take(step, 0)
+        if decision is None:
+            return 0
+        limit = len(actors) + (1 if can_advance else 0)
+        if decision.choice >= limit:
+            if self.strict and self.divergence is None:
+                self.divergence = (
+                    f"step {step} offers {limit} option(s) but the schedule takes option "
+                    f"{decision.choice}"
+                )
+            return 0
+        if decision.choice < len(actors) and actors[decision.choice] != decision.actor:
+            if self.strict and self.divergence is None:
+                self.divergence = (
+                    f"step {step} expected to run actor #{decision.actor} but option "
+                    f"{decision.choice} is actor #{actors[decision.choice]}"
+                )
+                return 0
+        return decision.choice
+
+    def choose_timer(self, step: int, count: int) -> int:
+        decision = self._take(step, 1)
+        if decision is None:
+            return 0
+        if decision.choice >= count:
+            if self.strict and self.divergence is None:
+                self.divergence = (
+                    f"step {step} has {count} timer(s) due in the jitter window but the "
+                    f"schedule fires timer {decision.choice}"
+                )
+            return 0
+        return decision.choice
+
+
+class _RandomWalkChooser(Chooser):
+    """Uniform choice among all options at every schedule point."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self._rng = rng
+        self.consult_at = 0
+
+    def choose(self, step: int, actors: Sequence[int], can_advance: bool) -> int:
+        self.consult_at = step + 1
+        return self._rng.randrange(len(actors) + (1 if can_advance else 0))
+
+    def choose_timer(self, step: int, count: int) -> int:
+        return self._rng.randrange(count)
+
+
+class _PCTChooser(Chooser):
+    """Probabilistic concurrency testing (Burckhardt et al., ASPLOS 2010) on ready options.
+
+    Every actor gets a random priority when first seen; the highest-priority option runs; at
+    ``depth - 1`` random change points the actor that runs is demoted below every other. The
+    backend's fairness bound keeps a demoted actor from being starved forever, so a correct
+    spin-wait is never turned into a hang.
+    """
+
+    def __init__(self, rng: random.Random, depth: int, expected_steps: int) -> None:
+        self._rng = rng
+        self._priority: dict[int, float] = {}
+        self._change_points = {rng.randrange(1, max(2, expected_steps)) for _ in range(depth - 1)}
+        self._low = 0.0
+        self.consult_at = 0
+
+    def _priority_of(self, actor: int) -> float:
+        priority = self._priority.get(actor)
+        if priority is None:
+            priority = self._priority[actor] = 1.0 + self._rng.random()
+        return priority
+
+    def choose(self, step: int, actors: Sequence[int], can_advance: bool) -> int:
+        self.consult_at = step + 1
+        best = max(range(len(actors)), key=lambda i: self._priority_of(actors[i]))
+        if step in self._change_points:
+            self._low -= 1.0
+            self._priority[actors[best]] = self._low
+        return best
+
+    def choose_timer(self, step: int, count: int) -> int:
+        return self._rng.randrange(count)
+
+
+class _SparseDelayChooser(Chooser):
+    """Stock order, except at randomly spaced steps where a random non-stock option is taken.
+
+    The gap between deviations is geometric, so the hot path only compares the step with
+    ``consult_at``: this is the cheapest way to perturb long runs with many tasks.
+    """
+
+    def __init__(self, rng: random.Random, mean_gap: float) -> None:
+        self._rng = rng
+        self._p = 1.0 / max(1.0, mean_gap)
+        self.consult_at = self._gap()
+
+    def _gap(self) -> int:
+        # Geometric(p) via inverse transform; at least 1.
+        u = self._rng.random()
+        return 1 + int(math.log(1.0 - u) / math.log(1.0 - self._p)) if self._p < 1.0 else 1
+
+    def choose(self, step: int, actors: Sequence[int], can_advance: bool) -> int:
+        self.consult_at = step + self._gap()
+        options = len(actors) + (1 if can_advance else 0)
+        return self._rng.randrange(1, options) if options > 1 else 0
+
+    def choose_timer(self, step: int, count: int) -> int:
+        return self._rng.randrange(count)
+
+
+@dataclass(slots=True)
+class _Point:
+    options: int
+    choice: int
+
+
+class _DFSChooser(Chooser):
+    """Follows a forced prefix of choices at schedule points, then takes the stock option.
+
+    It records every schedule point with two or more options, for the DFS to backtrack over.
+    """
+
+    def __init__(self, prefix: Sequence[int]) -> None:
+        self._prefix = prefix
+        self.points: list[_Point] = []
+        self.consult_at = 0
+
+    def _next(self, options: int) -> int:
+        index = len(self.points)
+        choice = self._prefix[index] if index < len(self._prefix) else 0
+        if choice >= options:  # the prefix no longer fits (nondeterministic target)
+            choice = 0
+        self.points.append(_Point(options, choice))
+        return choice
+
+    def choose(self, step: int, actors: Sequence[int], can_advance: bool) -> int:
+        self.consult_at = step + 1
+        options = len(actors) + (1 if can_advance else 0)
+        return self._next(options) if options > 1 else 0
+
+    def choose_timer(self, step: int, count: int) -> int:
+        return self._next(count)
+
+
+class Strategy:
+    """Produces the chooser for each schedule of an exploration.
+
+    ``next_chooser`` returns ``None`` once the strategy's space is exhausted; ``finished``
+    is told how the run went (the DFS needs the schedule points it saw).
+    """
+
+    name = "stock"
+    exhausted = False
+
+    def next_chooser(self) -> Chooser | None:
+        return None
+
+    def finished(self, chooser: Chooser, steps: int) -> None:
+        """Learn from a finished run (for example its length, or its schedule points)."""
+
+    def describe(self) -> str:
+        return self.name
+
+
+class RandomWalkStrategy(Strategy):
+    """Seeded uniform random walk: every option at every schedule point equally likely."""
+
+    name = "random"
+
+    def __init__(self, seed: int) -> None:
+        self._rng = random.Random(seed)
+
+    def next_chooser(self) -> Chooser:
+        return _RandomWalkChooser(random.Random(self._rng.getrandbits(64)))
+
+
+class PCTStrategy(Strategy):
+    """PCT with bug depth ``depth``: finds a depth-d bug with probability >= 1/(n k^(d-1))."""
+
+    name = "pct"
+
+    def __init__(self, seed: int, depth: int = 3) -> None:
+        self._rng = random.Random(seed)
+        self.depth = depth
+        self._expected_steps = 50
+
+    def next_chooser(self) -> Chooser:
+        rng = random.Random(self._rng.getrandbits(64))
+        return _PCTChooser(rng, self.depth, self._expected_steps)
+
+    def finished(self, chooser: Chooser, steps: int) -> None:
+        self._expected_steps = max(self._expected_steps, steps)
+
+    def describe(self) -> str:
+        return f"pct(depth={self.depth})"
+
+
+class SparseDelayStrategy(Strategy):
+    """Stock order with a few random deviations per run (about ``per_run`` of them)."""
+
+    name = "delay"
+
+    def __init__(self, seed: int, per_run: float = 2.0) -> None:
+        self._rng = random.Random(seed)
+        self._per_run = per_run
+        self._expected_steps = 50
+
+    def next_chooser(self) -> Chooser:
+        rng = random.Random(self._rng.getrandbits(64))
+        return _SparseDelayChooser(rng, self._expected_steps / self._per_run)
+
+    def finished(self, chooser: Chooser, steps: int) -> None:
+        self._expected_steps = max(self._expected_steps, steps)
+
+
+class ExhaustiveStrategy(Strategy):
+    """Depth-first search over every schedule with at most ``bound`` deviations.
+
+    A deviation is any non-stock option at a schedule point (delay bounding, Emmi, Qadeer and
+    Rakamaric, POPL 2011). The first schedule is the stock one. When the search has visited
+    every schedule within the bound, ``exhausted`` becomes true: the bounded space (for this
+    model's window, fairness and jitter settings) holds no failure.
+    """
+
+    name = "exhaustive"
+
+    def __init__(self, bound: int = 2) -> None:
+        self.bound = bound
+        self._prefix: list[int] | None = []
+        self.exhausted = False
+
+    def next_chooser(self) -> Chooser | None:
+        if self._prefix is None:
+            self.exhausted = True
+            return None
+        return _DFSChooser(self._prefix)
+
+    def finished(self, chooser: Chooser, steps: int) -> None:
+        assert isinstance(chooser, _DFSChooser)
+        points = chooser.points
+        used = sum(1 for p in points if p.choice)
+        # Backtrack: deepest point whose choice can still grow within the bound.
+        for index in range(len(points) - 1, -1, -1):
+            point = points[index]
+            used -= 1 if point.choice else 0
+            if point.choice + 1 < point.options and used + 1 <= self.bound:
+                self._prefix = [p.choice for p in points[:index]] + [point.choice + 1]
+                return
+        self._prefix = None
+
+    def describe(self) -> str:
+        return f"exhaustive(bound={self.bound})"
+
+
+@dataclass
+class PortfolioStrategy(Strategy):
+    """Round-robin over several strategies; exhausted when the exhaustive member is."""
+
+    members: list[Strategy] = field(default_factory=list)
+    name: str = "auto"
+
+    def __post_init__(self) -> None:
+        self._turn = 0
+        self._owner: dict[int, Strategy] = {}
+
+    def next_chooser(self) -> Chooser | None:
+        # An exhausted member drops out; the others go on until the schedule budget.
+        for _ in range(len(self.members)):
+            member = self.members[self._turn % len(self.members)]
+            self._turn += 1
+            chooser = member.next_chooser()
+            if chooser is not None:
+                self._owner[id(chooser)] = member
+                return chooser
+        return None
+
+    @property  # type: ignore[override]
+    def exhausted(self) -> bool:
+        """True once an exhaustive member has visited its whole bounded space."""
+        return any(isinstance(m, ExhaustiveStrategy) and m.exhausted for m in self.members)
+
+    def finished(self, chooser: Chooser, steps: int) -> None:
+        self._owner.pop(id(chooser)).finished(chooser, steps)
+
+    def describe(self) -> str:
+        return "auto(" + ", ".join(m.describe() for m in self.members) + ")"
+
+
+STRATEGIES = ("auto", "random", "pct", "delay", "exhaustive")
+"""The names accepted by ``explore(strategy=...)``."""
+
+
+def make_strategy(name: str, seed: int, *, bound: int = 2, depth: int = 3) -> Strategy:
+    """Build the named strategy (validated by the caller)."""
+    if name == "random":
+        return RandomWalkStrategy(seed)
+    if name == "pct":
+        return PCTStrategy(seed, depth)
+    if name == "delay":
+        return SparseDelayStrategy(seed)
+    if name == "exhaustive":
+        return ExhaustiveStrategy(bound)
+    if name == "auto":
+        return PortfolioStrategy(
+            [ExhaustiveStrategy(bound), RandomWalkStrategy(seed), PCTStrategy(seed + 1, depth)]
+        )
+    raise ValueError(name)

@@ -1,0 +1,199 @@
+"""Run an ``async def`` target once on the controlled loop, under one chooser.
+
+This is the asyncio side of the backend interface the engine drives (``_core.explorer``):
+``run(chooser, record=...) -> RunResult``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import inspect
+from asyncio import events
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from interlace._core.result import RunResult, StepRecord
+from interlace._core.schedule import READY, Decision, Settings
+from interlace._core.strategy import Chooser
+from interlace.harness._introspect import describe_task, location_of
+from interlace.harness._loop import Blocked, ControlledEventLoop, Diverged, OverBudget
+
+__all__ = ("AsyncioBackend", "is_passthrough")
+
+_CLEANUP_STEPS = 10_000
+_TRACE_LIMIT = 400
+
+
+def is_passthrough(exc: BaseException) -> bool:
+    """Exceptions that end the whole exploration instead of counting as a failure.
+
+    Ctrl-C, ``sys.exit`` and pytest's ``exit``/``skip``/``xfail`` outcomes keep their meaning
+    inside an explored target (``pytest.fail`` and assertions are failures).
+    """
+    if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+        return True
+    cls = type(exc)
+    return cls.__module__ == "_pytest.outcomes" and cls.__name__ in ("Exit", "Skipped", "XFailed")
+
+
+class _Recorder:
+    """Runs each handle and records what it did, for the report."""
+
+    def __init__(self, loop: ControlledEventLoop) -> None:
+        self.loop = loop
+        self.records: collections.deque[StepRecord] = collections.deque(maxlen=_TRACE_LIMIT)
+        self.step_counts: collections.Counter[str] = collections.Counter()
+
+    def __call__(self, handle: events.Handle) -> None:
+        loop = self.loop
+        step = loop._step
+        callback = handle._callback
+        task = getattr(callback, "__self__", None)
+        deviation = ""
+        decisions = loop.decisions
+        if decisions and decisions[-1].step == step:
+            deviation = _deviation_text(decisions[-1])
+        if isinstance(task, asyncio.Task):
+            name = task.get_name()
+            coro = task.get_coro()
+            if inspect.iscoroutine(coro) and inspect.getcoroutinestate(coro) == "CORO_CREATED":
+                action = "started " + getattr(coro, "__qualname__", "coroutine")
+                resumed = ""
+            else:
+                action = "resumed"
+                resumed, _ = location_of(task)
+            handle._run()
+            if task.done():
+                if task.cancelled():
+                    suspended = "cancelled"
+                elif task.exception() is not None:
+                    exc = task.exception()
+                    suspended = f"raised {type(exc).__name__}: {exc}"
+                else:
+                    suspended = "finished"
+            else:
+                where, text = location_of(task)
+                suspended = f"{where} {text}".strip()
+            self.step_counts[name] += 1
+        else:
+            name = "loop"
+            action = "callback " + getattr(callback, "__qualname__", repr(callback))
+            resumed = ""
+            handle._run()
+            suspended = ""
+        self.records.append(StepRecord(step, name, action, resumed, suspended, deviation))
+
+
+def _deviation_text(decision: Decision) -> str:
+    if decision.kind == READY:
+        return f"postponed the {decision.choice} entr{'y' if decision.choice == 1 else 'ies'} " \
+            "ready before it (await latency)"
+    return f"timer {decision.choice} of those due within the jitter window fired first"
+
+
+class AsyncioBackend:
+    """Runs a zero-argument ``async def`` target on a fresh controlled loop per run."""
+
+    def __init__(self, target: Callable[[], Coroutine[Any, Any, Any]], settings: Settings) -> None:
+        self.target = target
+        self.settings = settings
+
+    def run(self, chooser: Chooser, *, record: bool = False) -> RunResult:
+        """Run the target once; a passthrough exception (Ctrl-C, pytest.exit) propagates."""
+        loop = ControlledEventLoop(chooser, self.settings)
+        recorder = _Recorder(loop) if record else None
+        loop.observer = recorder
+        kind: Any = None
+        exception: BaseException | None = None
+        detail = ""
+        passthrough: BaseException | None = None
+        main: asyncio.Task[Any] | None = None
+        try:
+            coro = self.target()
+            main = loop.create_task(coro, name="main")
+            try:
+                loop.run_until_complete(main)
+            except Blocked:
+                kind = "deadlock"
+                detail = _deadlock_detail(loop)
+            except OverBudget as exc:
+                kind = "hang"
+                detail = _hang_detail(loop, str(exc), recorder)
+            except Diverged:
+                pass
+            except BaseException as exc:  # the target's own exception, or a passthrough
+                if is_passthrough(exc):
+                    passthrough = exc
+                else:
+                    kind = "exception"
+                    exception = exc
+        finally:
+            steps = loop._step
+            _cleanup(loop)
+        if passthrough is not None:
+            raise passthrough
+        trace = tuple(recorder.records) if recorder is not None else ()
+        return RunResult(
+            kind=kind,
+            exception=exception,
+            detail=detail,
+            steps=steps,
+            decisions=tuple(loop.decisions),
+            trace=trace,
+            divergence=loop.divergence,
+        )
+
+
+def _pending_tasks(loop: ControlledEventLoop) -> list[asyncio.Task[Any]]:
+    tasks = [t for t in asyncio.all_tasks(loop) if not t.done()]
+    return sorted(tasks, key=lambda t: getattr(t, "_il_id", 0))
+
+
+def _deadlock_detail(loop: ControlledEventLoop) -> str:
+    lines = ["No task can run and no timer is pending. Blocked:"]
+    lines.extend("  " + describe_task(task) for task in _pending_tasks(loop))
+    return "\n".join(lines)
+
+
+def _hang_detail(loop: ControlledEventLoop, reason: str, recorder: _Recorder | None) -> str:
+    lines = [f"Still running: {reason} (virtual time {loop.time():g} s)."]
+    if recorder is not None and recorder.records:
+        recent = collections.Counter(r.actor for r in recorder.records)
+        lines.append(f"Tasks that kept running in the last {len(recorder.records)} steps:")
+        lines.extend(f"  {name!r}: {count} steps" for name, count in recent.most_common())
+    lines.append("Every task at the end:")
+    lines.extend("  " + describe_task(task) for task in _pending_tasks(loop))
+    return "\n".join(lines)
+
+
+def _cleanup(loop: ControlledEventLoop) -> None:
+    """Cancel what is left (as ``asyncio.run`` does), in stock order, then close the loop."""
+    loop.observer = None
+    loop._chooser = Chooser()
+    try:
+        pending = _pending_tasks(loop)
+        if pending and not loop.is_closed():
+            loop._max_steps = loop._step + _CLEANUP_STEPS
+            loop._refresh_consult()
+            for task in pending:
+                task.cancel()
+            gathered = asyncio.gather(*pending, return_exceptions=True)
+            try:
+                loop.run_until_complete(gathered)
+            except (Blocked, OverBudget, Diverged):
+                gathered.cancel()
+        if not loop.is_closed():
+            try:
+                loop._max_steps = loop._step + _CLEANUP_STEPS
+                loop._refresh_consult()
+                loop.run_until_complete(loop.shutdown_asyncgens())
+            except (Blocked, OverBudget, Diverged):
+                pass
+    except BaseException as exc:
+        if is_passthrough(exc):
+            raise
+    finally:
+        # Tasks abandoned in a cycle would log "Task was destroyed but it is pending" when
+        # collected; they belong to a finished run, so the loop's collector swallows that.
+        loop.close()

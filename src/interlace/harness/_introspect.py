@@ -1,0 +1,250 @@
+"""Where tasks are, what they wait on and who holds it: for reports, never for decisions.
+
+Everything here runs only when a report is made (a deadlock, a hang, a recorded replay), so it
+may be slow (``gc.get_referrers``). Lock ownership is the one thing asyncio does not keep; the
+``ownership`` context manager records it while an exploration runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import linecache
+import os
+import sys
+import sysconfig
+import types
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+__all__ = (
+    "describe_task",
+    "describe_wait",
+    "is_library_file",
+    "location_of",
+    "name_of",
+    "ownership",
+    "short_path",
+)
+
+_STDLIB = os.path.normcase(os.path.realpath(sysconfig.get_paths()["stdlib"])) + os.sep
+_HERE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+_HIDDEN_INTERLACE = tuple(
+    os.path.normcase(os.path.join(_HERE, part)) + os.sep for part in ("harness", "_core")
+)
+_LIBRARY_PACKAGES = ("anyio", "sniffio", "_pytest", "pluggy", "pytest_asyncio", "exceptiongroup")
+
+_owners: weakref.WeakKeyDictionary[Any, list[asyncio.Task[Any]]] = weakref.WeakKeyDictionary()
+
+
+def is_library_file(filename: str) -> bool:
+    """True for frames a report should hide: stdlib, interlace's own, and async libraries."""
+    path = os.path.normcase(os.path.realpath(filename))
+    if path.startswith(_STDLIB) and "site-packages" not in path:
+        return True
+    if path.startswith(_HIDDEN_INTERLACE):
+        return True
+    parts = path.split(os.sep)
+    return "site-packages" in parts and any(p in parts for p in _LIBRARY_PACKAGES)
+
+
+def short_path(filename: str) -> str:
+    """A file name relative to the working directory when it is below it."""
+    try:
+        relative = os.path.relpath(filename)
+    except ValueError:
+        return filename
+    return filename if relative.startswith("..") else relative
+
+
+def _frames_of(awaitable: Any) -> Iterator[types.FrameType]:
+    seen = 0
+    while awaitable is not None and seen < 100:
+        seen += 1
+        frame = (
+            getattr(awaitable, "cr_frame", None)
+            or getattr(awaitable, "gi_frame", None)
+            or getattr(awaitable, "ag_frame", None)
+        )
+        if frame is None:
+            return
+        yield frame
+        awaitable = (
+            getattr(awaitable, "cr_await", None)
+            or getattr(awaitable, "gi_yieldfrom", None)
+            or getattr(awaitable, "ag_await", None)
+        )
+
+
+def location_of(task: asyncio.Task[Any]) -> tuple[str, str]:
+    """Return (``file:line``, source text) of the innermost user frame the task is suspended in."""
+    found: types.FrameType | None = None
+    for frame in _frames_of(task.get_coro()):
+        if not is_library_file(frame.f_code.co_filename):
+            found = frame
+    if found is None:
+        return "", ""
+    filename = found.f_code.co_filename
+    line = found.f_lineno
+    text = linecache.getline(filename, line).strip()
+    return f"{short_path(filename)}:{line}", text
+
+
+def name_of(obj: Any) -> str:
+    """A readable name for an object: ``Class.attr``, ``module.global`` or a local's name."""
+    for referrer in gc.get_referrers(obj):
+        if isinstance(referrer, dict):
+            key = next((k for k, v in referrer.items() if v is obj and isinstance(k, str)), None)
+            if key is None:
+                continue
+            module_name = referrer.get("__name__")
+            if isinstance(module_name, str) and referrer.get("__dict__") is None and (
+                sys.modules.get(module_name) is not None
+                and getattr(sys.modules[module_name], "__dict__", None) is referrer
+            ):
+                return f"{module_name}.{key}"
+            for holder in gc.get_referrers(referrer):
+                if getattr(holder, "__dict__", None) is referrer:
+                    return f"{type(holder).__name__}.{key}"
+            return key
+        if isinstance(referrer, types.CellType):
+            for closure in gc.get_referrers(referrer):
+                if not isinstance(closure, tuple):
+                    continue
+                for function in gc.get_referrers(closure):
+                    if isinstance(function, types.FunctionType) and function.__closure__ is closure:
+                        return function.__code__.co_freevars[closure.index(referrer)]
+        if isinstance(referrer, types.FrameType):
+            for key, value in referrer.f_locals.items():
+                if value is obj:
+                    return key
+        if not isinstance(referrer, (list, tuple, dict, types.FrameType)) and hasattr(
+            referrer, "__dict__"
+        ):
+            for key, value in vars(referrer).items():
+                if value is obj:
+                    return f"{type(referrer).__name__}.{key}"
+    return f"{type(obj).__name__} at {id(obj):#x}"
+
+
+def _primitive_waiting_on(future: Any) -> Any:
+    """The asyncio/anyio primitive whose waiter list holds ``future``, if any."""
+    for container in gc.get_referrers(future):
+        if not isinstance(container, (list, dict, set, tuple)) and type(container).__name__ not in (
+            "deque",
+            "OrderedDict",
+        ):
+            continue
+        for holder in gc.get_referrers(container):
+            candidates = [holder]
+            if isinstance(holder, dict):
+                candidates = [h for h in gc.get_referrers(holder)
+                              if getattr(h, "__dict__", None) is holder]
+            for candidate in candidates:
+                module = type(candidate).__module__
+                if module.startswith(("asyncio", "anyio")) and not isinstance(
+                    candidate, (asyncio.Future, asyncio.Handle, types.FrameType)
+                ):
+                    return candidate
+    return None
+
+
+def _task_label(task: asyncio.Task[Any]) -> str:
+    return repr(task.get_name())
+
+
+def holders_of(primitive: Any) -> list[asyncio.Task[Any]]:
+    """Tasks known to hold ``primitive`` (asyncio locks/semaphores, anyio locks)."""
+    holders = list(_owners.get(primitive, ()))
+    owner = getattr(primitive, "_owner_task", None)  # anyio.Lock keeps its owner
+    if isinstance(owner, asyncio.Task):
+        holders.append(owner)
+    inner = getattr(primitive, "_lock", None)  # asyncio.Condition wraps a Lock
+    if inner is not None and inner is not primitive:
+        holders.extend(_owners.get(inner, ()))
+    return holders
+
+
+def describe_wait(task: asyncio.Task[Any]) -> str:
+    """What a suspended task waits on, and who holds it."""
+    waiter = getattr(task, "_fut_waiter", None)
+    if waiter is None:
+        return "is ready to run"
+    if isinstance(waiter, asyncio.Task):
+        return f"waits for task {_task_label(waiter)}"
+    children = getattr(waiter, "_children", None)
+    if children is not None:
+        pending = [c for c in children if not c.done()]
+        names = ", ".join(_task_label(c) if isinstance(c, asyncio.Task) else repr(c)
+                          for c in pending)
+        return f"waits for gather() of {names or 'finished children'}"
+    primitive = _primitive_waiting_on(waiter)
+    if primitive is None:
+        return f"waits on a future that nothing will complete ({name_of(waiter)})"
+    kind = type(primitive).__name__
+    text = f"waits on {kind} {name_of(primitive)}"
+    holders = holders_of(primitive)
+    if holders:
+        text += " held by " + ", ".join(
+            "task " + _task_label(h) + (" (itself)" if h is task else "") for h in holders
+        )
+    elif kind in ("Queue", "LifoQueue", "PriorityQueue"):
+        text += " (no task will put an item)"
+    elif kind == "Event":
+        text += " (no task will set it)"
+    return text
+
+
+def describe_task(task: asyncio.Task[Any]) -> str:
+    """One line: the task, where it is suspended, and what it waits on."""
+    where, text = location_of(task)
+    at = f" at {where}" + (f" ({text})" if text else "") if where else ""
+    return f"task {_task_label(task)}{at} {describe_wait(task)}"
+
+
+@contextlib.contextmanager
+def ownership() -> Iterator[None]:
+    """Record which task holds each asyncio ``Lock``/``Semaphore`` while the block runs."""
+    lock_acquire = asyncio.Lock.acquire
+    lock_release = asyncio.Lock.release
+    sem_acquire = asyncio.Semaphore.acquire
+    sem_release = asyncio.Semaphore.release
+
+    async def acquire_lock(self: asyncio.Lock) -> bool:
+        result = await lock_acquire(self)
+        task = asyncio.current_task()
+        if task is not None:
+            _owners[self] = [task]
+        return result
+
+    def release_lock(self: asyncio.Lock) -> None:
+        lock_release(self)
+        _owners.pop(self, None)
+
+    async def acquire_sem(self: asyncio.Semaphore) -> bool:
+        result = await sem_acquire(self)
+        task = asyncio.current_task()
+        if task is not None:
+            _owners.setdefault(self, []).append(task)
+        return result
+
+    def release_sem(self: asyncio.Semaphore) -> None:
+        sem_release(self)
+        holders = _owners.get(self)
+        task = asyncio.current_task() if asyncio._get_running_loop() is not None else None
+        if holders:
+            holders.remove(task if task in holders else holders[0])
+
+    asyncio.Lock.acquire = acquire_lock  # type: ignore[method-assign]
+    asyncio.Lock.release = release_lock  # type: ignore[method-assign]
+    asyncio.Semaphore.acquire = acquire_sem  # type: ignore[method-assign]
+    asyncio.Semaphore.release = release_sem  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        asyncio.Lock.acquire = lock_acquire  # type: ignore[method-assign]
+        asyncio.Lock.release = lock_release  # type: ignore[method-assign]
+        asyncio.Semaphore.acquire = sem_acquire  # type: ignore[method-assign]
+        asyncio.Semaphore.release = sem_release  # type: ignore[method-assign]

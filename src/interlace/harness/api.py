@@ -1,0 +1,212 @@
+"""``explore`` and ``replay``: the public entry points of the harness."""
+
+from __future__ import annotations
+
+import inspect
+import random
+from collections.abc import Callable
+from typing import Any
+
+from interlace._core.explorer import ReplayHints, explore_backend, make_failure
+from interlace._core.result import Exploration, Failure
+from interlace._core.schedule import Settings, decode_token
+from interlace._core.strategy import STRATEGIES, ReplayChooser, make_strategy
+from interlace.errors import ConfigError, InvalidTargetError, ReplayDivergedError
+from interlace.harness._asyncio_backend import AsyncioBackend
+from interlace.harness._introspect import ownership
+
+__all__ = ("explore", "replay")
+
+DEFAULT_MAX_SCHEDULES = 1000
+DEFAULT_STRATEGY = "auto"
+
+_DIVERGENCE_CAUSES = (
+    "Likely causes: the code changed since the token was made; the program reads the wall "
+    "clock (time.time(), datetime.now()) or does real I/O; it uses unseeded randomness "
+    "(random without a seed, uuid4()); or it iterates a set or dict keyed by str/bytes whose "
+    "hash order changes between processes (run both with the same PYTHONHASHSEED)."
+)
+
+
+def _check_int(name: str, value: object, minimum: int, source: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(
+            f"{name}={value!r} {source} is invalid: expected a whole number >= {minimum}"
+        )
+    return value
+
+
+def _check_number(name: str, value: object, minimum: float, source: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= minimum:
+        raise ConfigError(f"{name}={value!r} {source} is invalid: expected a number >= {minimum}")
+    return float(value)
+
+
+def check_target(target: object) -> Callable[[], Any]:
+    """Validate an explore/replay target and return it.
+
+    Raises:
+        InvalidTargetError: not a zero-argument ``async def`` function.
+    """
+    if not callable(target):
+        raise InvalidTargetError(
+            f"the target must be a zero-argument async def function, got {target!r} "
+            f"({type(target).__name__}); pass the function itself, not a call of it"
+        )
+    if inspect.iscoroutine(target):
+        raise InvalidTargetError(
+            f"the target {target!r} is a coroutine object: pass the async function itself "
+            "(explore(main), not explore(main())), since every schedule needs a fresh run"
+        )
+    name = getattr(target, "__qualname__", repr(target))
+    try:
+        signature = inspect.signature(target)
+    except (TypeError, ValueError):
+        signature = None
+    if signature is not None:
+        required = [
+            p.name
+            for p in signature.parameters.values()
+            if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        ]
+        if required:
+            raise InvalidTargetError(
+                f"the target {name} takes required parameters ({', '.join(required)}): "
+                "explore() calls it with no arguments once per schedule; wrap it, e.g. "
+                f"'async def scenario(): await {name}(...)', and explore the wrapper"
+            )
+    if not inspect.iscoroutinefunction(target):
+        raise InvalidTargetError(
+            f"the target {name} is a plain function; this version of interlace explores "
+            "async def targets on its controlled event loop (controlled threads for plain "
+            "functions come in a later release). Make the scenario an 'async def', or run "
+            "the threaded code from it with 'await asyncio.to_thread(...)'"
+        )
+    return target  # type: ignore[return-value]
+
+
+def _hints(target: Callable[..., Any]) -> ReplayHints:
+    module = getattr(target, "__module__", None) or "__main__"
+    qualname = getattr(target, "__qualname__", None) or getattr(target, "__name__", "target")
+    cli = f"{module}:{qualname}" if "<" not in qualname else ""
+    return ReplayHints(api=f"{module}.{qualname}", cli=cli)
+
+
+def explore(
+    target: Callable[[], Any],
+    *,
+    strategy: str = DEFAULT_STRATEGY,
+    max_schedules: int = DEFAULT_MAX_SCHEDULES,
+    seed: int | None = None,
+    max_steps: int = 200_000,
+    max_time: float = 3600.0,
+    jitter: float = 0.01,
+    bound: int = 2,
+    depth: int = 3,
+    max_seconds: float | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    hints: ReplayHints | None = None,
+) -> Exploration:
+    """Run ``target`` under many schedules and return the first failure, shrunk.
+
+    Every schedule runs the target on a fresh controlled event loop (virtual clock, no real
+    I/O). The first schedule is stock order; the strategy picks the others. A failure is
+    shrunk to the fewest deviations from stock order, then the fewest steps, replayed once
+    more to record its report, and returned with a replay token.
+
+    Args:
+        target: a zero-argument ``async def`` function (called once per schedule).
+        strategy: ``"auto"`` (bounded exhaustive search interleaved with random walk and
+            PCT), ``"random"``, ``"pct"``, ``"delay"`` or ``"exhaustive"``.
+        max_schedules: the most schedules to run (shrinking runs are not counted).
+        seed: makes the exploration repeatable; None picks one (see ``Exploration.seed``).
+        max_steps: steps one schedule may take before it counts as a hang.
+        max_time: virtual seconds one schedule may take before it counts as a hang.
+        jitter: seconds within which timers may fire out of deadline order (0 disables).
+        bound: deviations per schedule for the exhaustive search.
+        depth: the bug depth PCT targets.
+        max_seconds: a wall-clock budget for the whole exploration, or None.
+        progress: called with (schedules run, max_schedules) after each schedule.
+        hints: how the report names the target in its replay lines (the pytest plugin and
+            the command line pass their own).
+
+    Returns:
+        The :class:`~interlace.Exploration`: ``failure`` is None when every schedule passed.
+
+    Raises:
+        InvalidTargetError: ``target`` is not a zero-argument ``async def`` function.
+        ConfigError: an argument is out of range.
+    """
+    source = "(explore() argument)"
+    check_target(target)
+    if strategy not in STRATEGIES:
+        raise ConfigError(
+            f"strategy={strategy!r} {source} is not a strategy: use one of "
+            + ", ".join(repr(s) for s in STRATEGIES)
+        )
+    _check_int("max_schedules", max_schedules, 1, source)
+    if seed is not None:
+        _check_int("seed", seed, 0, source)
+    _check_int("max_steps", max_steps, 1, source)
+    _check_int("bound", bound, 0, source)
+    _check_int("depth", depth, 1, source)
+    max_time = _check_number("max_time", max_time, 0.0, source)
+    jitter = _check_number("jitter", jitter, 0.0, source)
+    if max_seconds is not None:
+        max_seconds = _check_number("max_seconds", max_seconds, 0.0, source)
+    if seed is None:
+        seed = random.SystemRandom().randrange(2**32)
+    settings = Settings(
+        backend="asyncio",
+        jitter_us=round(jitter * 1e6),
+        max_steps=max_steps,
+        max_time_us=round(max_time * 1e6),
+    )
+    backend = AsyncioBackend(target, settings)
+    with ownership():
+        return explore_backend(
+            backend,
+            make_strategy(strategy, seed, bound=bound, depth=depth),
+            max_schedules=max_schedules,
+            seed=seed,
+            hints=hints or _hints(target),
+            max_seconds=max_seconds,
+            progress=progress,
+        )
+
+
+def replay(target: Callable[[], Any], token: str, *, hints: ReplayHints | None = None
+           ) -> Failure | None:
+    """Re-run exactly the schedule in ``token``.
+
+    Args:
+        target: the same target the token was made with.
+        token: a replay token from ``Failure.token`` or a report.
+
+    Returns:
+        The failure again (with a freshly recorded report), or None if this schedule no
+        longer fails (for example after a fix).
+
+    Raises:
+        ReplayTokenError: the token is malformed or from another interlace version.
+        ReplayDivergedError: the program no longer offers a decision the schedule takes;
+            the message names the step and the likely causes.
+        InvalidTargetError: ``target`` is not a zero-argument ``async def`` function.
+    """
+    check_target(target)
+    settings, decisions = decode_token(token)
+    backend = AsyncioBackend(target, settings)
+    chooser = ReplayChooser(decisions, strict=True)
+    with ownership():
+        result = backend.run(chooser, record=True)
+    if result.divergence is not None:
+        raise ReplayDivergedError(f"replay diverged: {result.divergence}. {_DIVERGENCE_CAUSES}")
+    if result.kind is None:
+        missing = [d for d in decisions if d.step > result.steps]
+        if missing:
+            raise ReplayDivergedError(
+                f"replay diverged: the run ended after {result.steps} steps, before the "
+                f"schedule's decision at step {missing[0].step}. {_DIVERGENCE_CAUSES}"
+            )
+        return None
+    return make_failure(backend, result, result.steps, hints or _hints(target), recorded=result)
