@@ -1,0 +1,840 @@
+"""Check-then-act rules: IL101 (across an ``await``) and IL102 (between threads).
+
+Both rules share one flow analysis over a function body (:class:`CheckThenActFlow`). It walks
+statements in order, keeping for each piece of shared state the *check* that currently guards
+the code (an ``if``/``while`` test that reads the state, or an earlier early-exit guard) and
+whether a suspension point may have run since. A write to checked state is a finding when
+
+* IL101: a suspension point (``await``, ``async with``, ``async for``, ``yield``) lies between
+  the check and the write on some path, and
+* IL102: always, because a thread can be preempted anywhere,
+
+unless one lock acquisition is held at both the check and the write. A write consumes the
+check (later writes depend on the function's own write, not on the check), and a re-check
+replaces the earlier check, which is what makes a correct double-checked lock pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import ClassVar
+
+import libcst as cst
+
+from interlace.linters._rule import LintContext, Related, Rule
+from interlace.linters.rules._flow import (
+    INIT_METHODS,
+    FactsCollector,
+    FunctionFacts,
+    StateNames,
+    block_body,
+    children,
+    dotted,
+    find_suspension,
+    is_lock_expr,
+    mutated_state,
+    render,
+)
+
+__all__ = ("CheckThenActFlow", "FlagCheckThenActAcrossAwait", "FlagUnlockedCheckThenAct")
+
+
+@dataclass(frozen=True, slots=True)
+class _Check:
+    """A check of one piece of state that guards the code being walked.
+
+    Attributes:
+        node: the expression that reads the state in the test.
+        locks: the lock acquisitions held when the check ran.
+        suspension: the first suspension point after the check on some path, if any.
+    """
+
+    node: cst.CSTNode
+    locks: frozenset[int]
+    suspension: cst.CSTNode | None = None
+
+
+_State = dict[str, _Check]
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A dependent write the flow analysis found: the state, the write, and its check."""
+
+    state: str
+    write: cst.CSTNode
+    check: _Check
+
+
+def _merge(*states: _State | None) -> _State | None:
+    """Join the states of paths that meet; ``None`` is a path that ended (return, raise)."""
+    live = [s for s in states if s is not None]
+    if not live:
+        return None
+    out = dict(live[0])
+    for state in live[1:]:
+        for key, check in state.items():
+            known = out.get(key)
+            if known is None or (known.suspension is None and check.suspension is not None):
+                out[key] = check
+    return out
+
+
+def _suspended(state: _State, node: cst.CSTNode) -> _State:
+    return {
+        key: check if check.suspension is not None else replace(check, suspension=node)
+        for key, check in state.items()
+    }
+
+
+def _always_true(test: cst.BaseExpression) -> bool:
+    if isinstance(test, cst.Name):
+        return test.value == "True"
+    return isinstance(test, cst.Integer) and test.value not in ("0", "0x0", "0o0", "0b0")
+
+
+_ITERATION_VIEWS = frozenset({"keys", "values", "items", "get", "__contains__"})
+
+
+class CheckThenActFlow:
+    """The flow analysis of one function body; see the module docstring.
+
+    Args:
+        names: which expressions are shared state in this function.
+        threaded: report every unlocked dependent write (IL102), not only those after a
+            suspension point (IL101).
+        accept: which state keys may be reported (IL102 filters by the evidence it has).
+    """
+
+    def __init__(
+        self,
+        names: StateNames,
+        *,
+        threaded: bool,
+        accept: Callable[[str], bool] = lambda key: True,
+    ) -> None:
+        self.names = names
+        self.threaded = threaded
+        self.accept = accept
+        self.findings: list[Finding] = []
+        self._reported: set[int] = set()
+        self._held: list[int] = []
+        self._manual: dict[str, int] = {}
+        self._acquisitions = 0
+        self._breaks: list[list[_State]] = []
+
+    def run(self, function: cst.FunctionDef) -> list[Finding]:
+        """Walk ``function``'s body and return its dependent unlocked writes."""
+        self._block(block_body(function.body), {})
+        return self.findings
+
+    # -- locks -----------------------------------------------------------------------------
+
+    def _locks(self) -> frozenset[int]:
+        return frozenset(self._held) | frozenset(self._manual.values())
+
+    def _acquire(self) -> int:
+        self._acquisitions += 1
+        return self._acquisitions
+
+    def _manual_lock(self, value: cst.BaseExpression, state: _State) -> None:
+        """Track ``lock.acquire()`` / ``await lock.acquire()`` and ``lock.release()``."""
+        call = value.expression if isinstance(value, cst.Await) else value
+        if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Attribute):
+            return
+        receiver = call.func.value
+        name = dotted(receiver)
+        if name is None or not is_lock_expr(receiver):
+            return
+        if call.func.attr.value == "acquire":
+            self._manual[name] = self._acquire()
+        elif call.func.attr.value == "release":
+            self._manual.pop(name, None)
+
+    # -- events ----------------------------------------------------------------------------
+
+    def _write(self, state: _State, key: str, node: cst.CSTNode) -> None:
+        check = state.pop(key, None)
+        if check is None or not self.accept(key):
+            return
+        if not self.threaded and check.suspension is None:
+            return
+        if check.locks & self._locks() or id(check.node) in self._reported:
+            return
+        self._reported.add(id(check.node))
+        self.findings.append(Finding(key, node, check))
+
+    def _expr(self, node: cst.CSTNode, state: _State) -> None:
+        """Apply the events of an expression in evaluation order."""
+        if isinstance(node, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
+            return
+        if isinstance(node, cst.Await):
+            self._expr(node.expression, state)
+            state.update(_suspended(state, node))
+            return
+        if isinstance(node, cst.Yield):
+            if node.value is not None:
+                self._expr(node.value, state)
+            state.update(_suspended(state, node))
+            return
+        if isinstance(node, cst.NamedExpr):
+            self._expr(node.value, state)
+            self.names.rebind(node.target, node.value)
+            return
+        for child in children(node):
+            self._expr(child, state)
+        if isinstance(node, cst.Call):
+            key = mutated_state(node, self.names)
+            if key is not None:
+                self._write(state, key, node)
+        elif isinstance(node, cst.CompFor) and node.asynchronous:
+            state.update(_suspended(state, node))
+
+    def _check_keys(self, test: cst.BaseExpression) -> list[tuple[str, cst.CSTNode]]:
+        """Return the state a test reads, each with the sub-expression that reads it."""
+        found: list[tuple[str, cst.CSTNode]] = []
+        stack: list[cst.BaseExpression] = [test]
+        while stack:
+            expr = stack.pop()
+            if isinstance(expr, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)):
+                key = self.names.key(expr)
+                if key is not None:
+                    found.append((key, expr))
+                    continue
+            if isinstance(expr, cst.UnaryOperation):
+                stack.append(expr.expression)
+            elif isinstance(expr, cst.BooleanOperation):
+                stack.extend((expr.right, expr.left))
+            elif isinstance(expr, cst.Comparison):
+                stack.extend(t.comparator for t in reversed(expr.comparisons))
+                stack.append(expr.left)
+            elif isinstance(expr, cst.NamedExpr):
+                stack.append(expr.value)
+            elif isinstance(expr, cst.Call):
+                func = expr.func
+                if isinstance(func, cst.Attribute) and func.attr.value in _ITERATION_VIEWS:
+                    stack.append(func.value)
+                elif (
+                    isinstance(func, cst.Name)
+                    and func.value in ("isinstance", "bool", "any", "all")
+                    and expr.args
+                ):
+                    stack.append(expr.args[0].value)
+        return found
+
+    # -- statements ------------------------------------------------------------------------
+
+    def _block(
+        self, stmts: Sequence[cst.BaseStatement | cst.BaseSmallStatement], state: _State | None
+    ) -> _State | None:
+        for stmt in stmts:
+            if state is None:
+                return None
+            if isinstance(stmt, cst.BaseSmallStatement):
+                state = self._small(stmt, state)
+            else:
+                state = self._stmt(stmt, state)
+        return state
+
+    def _small(self, stmt: cst.BaseSmallStatement, state: _State) -> _State | None:
+        names = self.names
+        if isinstance(stmt, cst.Expr):
+            self._expr(stmt.value, state)
+            self._manual_lock(stmt.value, state)
+        elif isinstance(stmt, cst.Assign):
+            self._expr(stmt.value, state)
+            for target in stmt.targets:
+                for key, node in names.write_keys(target.target):
+                    self._write(state, key, node)
+                names.rebind(target.target, stmt.value if len(stmt.targets) == 1 else None)
+        elif isinstance(stmt, cst.AugAssign):
+            self._expr(stmt.value, state)
+            for key, node in names.write_keys(stmt.target):
+                self._write(state, key, node)
+        elif isinstance(stmt, cst.AnnAssign):
+            if stmt.value is not None:
+                self._expr(stmt.value, state)
+                for key, node in names.write_keys(stmt.target):
+                    self._write(state, key, node)
+                names.rebind(stmt.target, stmt.value)
+        elif isinstance(stmt, cst.Del):
+            for key, node in names.write_keys(stmt.target):
+                self._write(state, key, node)
+        elif isinstance(stmt, cst.Return):
+            if stmt.value is not None:
+                self._expr(stmt.value, state)
+            return None
+        elif isinstance(stmt, cst.Raise):
+            if stmt.exc is not None:
+                self._expr(stmt.exc, state)
+            return None
+        elif isinstance(stmt, cst.Break):
+            if self._breaks:
+                self._breaks[-1].append(dict(state))
+            return None
+        elif isinstance(stmt, cst.Continue):
+            return None
+        elif isinstance(stmt, cst.Assert):
+            self._expr(stmt.test, state)
+        return state
+
+    def _stmt(self, stmt: cst.BaseStatement, state: _State) -> _State | None:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            return self._block(stmt.body, state)
+        if isinstance(stmt, cst.If):
+            return self._if(stmt, state)
+        if isinstance(stmt, cst.While):
+            return self._while(stmt, state)
+        if isinstance(stmt, cst.For):
+            return self._for(stmt, state)
+        if isinstance(stmt, cst.With):
+            return self._with(stmt, state)
+        if isinstance(stmt, (cst.Try, cst.TryStar)):
+            return self._try(stmt, state)
+        if isinstance(stmt, cst.Match):
+            self._expr(stmt.subject, state)
+            cases = [self._block(block_body(case.body), dict(state)) for case in stmt.cases]
+            return _merge(state, *cases)
+        return state
+
+    def _guarded(self, test: cst.BaseExpression, state: _State) -> tuple[_State, list[str]]:
+        """Evaluate ``test`` and return the state inside the code it guards."""
+        self._expr(test, state)
+        keys = self._check_keys(test)
+        inner = dict(state)
+        locks = self._locks()
+        for key, node in keys:
+            inner[key] = _Check(node, locks)
+        return inner, [key for key, _ in keys]
+
+    def _if(self, stmt: cst.If, state: _State) -> _State | None:
+        inner, keys = self._guarded(stmt.test, state)
+        body = self._block(block_body(stmt.body), dict(inner))
+        other: _State | None
+        if stmt.orelse is None:
+            other = inner
+        elif isinstance(stmt.orelse, cst.If):
+            other = self._if(stmt.orelse, dict(inner))
+        else:
+            other = self._block(block_body(stmt.orelse.body), dict(inner))
+        out = _merge(body, other)
+        if out is None or body is None or other is None:
+            # When one branch leaves, the code after the `if` is guarded by the test.
+            return out
+        for key in keys:
+            new = out.pop(key, None)
+            old = state.get(key)
+            if old is not None:
+                out[key] = (
+                    replace(old, suspension=new.suspension)
+                    if old.suspension is None and new is not None and new.suspension is not None
+                    else old
+                )
+        return out
+
+    def _loop(
+        self,
+        body: Sequence[cst.BaseStatement | cst.BaseSmallStatement],
+        suite: cst.BaseSuite,
+        entry: _State,
+        fresh: _State,
+    ) -> tuple[_State | None, list[_State]]:
+        """Walk a loop body; checks from before the loop see the body's suspension points on
+        the next iteration, so a second pass marks them suspended."""
+        self._breaks.append([])
+        out = self._block(body, {**entry, **fresh})
+        if any(check.suspension is None for check in entry.values()):
+            suspension = find_suspension(suite)
+            if suspension is not None:
+                again = self._block(body, {**_suspended(entry, suspension), **fresh})
+                out = _merge(out, again)
+        return out, self._breaks.pop()
+
+    def _while(self, stmt: cst.While, state: _State) -> _State | None:
+        inner, keys = self._guarded(stmt.test, state)
+        fresh = {key: inner[key] for key in keys}
+        out, breaks = self._loop(block_body(stmt.body), stmt.body, state, fresh)
+        normal: _State | None = None
+        if not _always_true(stmt.test):
+            normal = _merge(state, out)
+            if normal is not None:
+                # The loop exits right after its test ran, so the test guards what follows.
+                normal.update(fresh)
+                if stmt.orelse is not None:
+                    normal = self._block(block_body(stmt.orelse.body), normal)
+        return _merge(normal, *breaks)
+
+    def _for(self, stmt: cst.For, state: _State) -> _State | None:
+        self._expr(stmt.iter, state)
+        self.names.rebind(stmt.target, None)
+        if stmt.asynchronous:
+            state = _suspended(state, stmt)
+        out, breaks = self._loop(block_body(stmt.body), stmt.body, state, {})
+        normal = _merge(state, out)
+        if normal is not None and stmt.asynchronous:
+            normal = _suspended(normal, stmt)
+        if normal is not None and stmt.orelse is not None:
+            normal = self._block(block_body(stmt.orelse.body), normal)
+        return _merge(normal, *breaks)
+
+    def _with(self, stmt: cst.With, state: _State) -> _State | None:
+        pushed = 0
+        other_async = False
+        for item in stmt.items:
+            self._expr(item.item, state)
+            if item.asname is not None:
+                self.names.rebind(item.asname.name, None)
+            if stmt.asynchronous:
+                state = _suspended(state, stmt)
+            if is_lock_expr(item.item):
+                self._held.append(self._acquire())
+                pushed += 1
+            else:
+                other_async = other_async or bool(stmt.asynchronous)
+        out = self._block(block_body(stmt.body), state)
+        del self._held[len(self._held) - pushed :]
+        if out is not None and other_async:
+            out = _suspended(out, stmt)
+        return out
+
+    def _try(self, stmt: cst.Try | cst.TryStar, state: _State) -> _State | None:
+        entry = dict(state)
+        body = self._block(block_body(stmt.body), dict(state))
+        suspension = find_suspension(stmt.body)
+        handler_in = _merge(_suspended(entry, suspension) if suspension else entry, body) or {}
+        handled: list[_State | None] = []
+        for handler in stmt.handlers:
+            if handler.name is not None:
+                self.names.rebind(handler.name.name, None)
+            handled.append(self._block(block_body(handler.body), dict(handler_in)))
+        normal = body
+        if stmt.orelse is not None and body is not None:
+            normal = self._block(block_body(stmt.orelse.body), body)
+        result = _merge(normal, *handled)
+        if stmt.finalbody is None:
+            return result
+        final = self._block(
+            block_body(stmt.finalbody.body), _merge(result, handler_in) or dict(handler_in)
+        )
+        return final if result is not None else None
+
+
+def _related(finding: Finding, what: str) -> list[Related]:
+    related = [Related(finding.check.node, f"`{finding.state}` is checked here")]
+    if finding.check.suspension is not None:
+        related.append(Related(finding.check.suspension, what))
+    return related
+
+
+class FlagCheckThenActAcrossAwait(FactsCollector, Rule):
+    """IL101: a check of shared state and a dependent write with a suspension point between."""
+
+    code: ClassVar[str] = "IL101"
+    name: ClassVar[str] = "check-then-act-across-await"
+    summary: ClassVar[str] = (
+        "In `async def`, shared state is checked and then written after a suspension point "
+        "with no lock held across both."
+    )
+    message: ClassVar[str] = (
+        "`{state}` is written after a suspension point that follows its check, with no lock "
+        "held across both. Another task can change `{state}` while this one is suspended, so "
+        "the write acts on a stale check (two callers both create, both start, or overfill). "
+        "Hold one `asyncio.Lock` across the check and the write, or re-check `{state}` after "
+        "the last `await`."
+    )
+    why: ClassVar[str] = (
+        "Single-threaded asyncio makes the code between two suspension points atomic, and "
+        "nothing more. When a coroutine tests shared state (`if self._client is None`, "
+        "`if key not in self._cache`, `if self.state != IDLE`) and then awaits before it acts "
+        "on the result, every other task may run in between: two callers both see the client "
+        "missing and both create one (one leaks), two `run()` calls both pass the idle check. "
+        "Without a suspension point between the check and the write there is no race in "
+        "asyncio, and the rule stays silent."
+    )
+    bad_example: ClassVar[str] = (
+        "class Pool:\n"
+        "    async def client(self):\n"
+        "        if self._client is None:\n"
+        "            self._client = await connect()\n"
+        "        return self._client\n"
+    )
+    good_example: ClassVar[str] = (
+        "class Pool:\n"
+        "    async def client(self):\n"
+        "        async with self._lock:\n"
+        "            if self._client is None:\n"
+        "                self._client = await connect()\n"
+        "        return self._client\n"
+    )
+    suppress: ClassVar[str] = (
+        "When only one task can ever run the function at a time (it is called from one "
+        "supervisor task, say) or when acting twice is harmless (idempotent cleanup); say so "
+        "in a comment next to the `# noqa: IL101`."
+    )
+    TRIGGERS: ClassVar[Sequence[str]] = ("await", "async with", "async for")
+    VALID: ClassVar[Sequence[str]] = (
+        # No suspension point between the check and the write.
+        "class A:\n"
+        "    async def run(self):\n"
+        "        if self.state != 'idle':\n"
+        "            raise RuntimeError('busy')\n"
+        "        self.state = 'running'\n"
+        "        await self.work()\n",
+        # One lock held across both.
+        "class A:\n"
+        "    async def get(self):\n"
+        "        async with self._lock:\n"
+        "            if self._c is None:\n"
+        "                self._c = await connect()\n"
+        "        return self._c\n",
+        # dict.setdefault is the atomic get-or-insert.
+        "class A:\n"
+        "    async def get(self, k):\n"
+        "        await self.ready()\n"
+        "        return self._d.setdefault(k, [])\n",
+        # Locals are not shared.
+        "async def f():\n"
+        "    c = None\n"
+        "    if c is None:\n"
+        "        c = await connect()\n"
+        "    return c\n",
+        # Double-checked: re-checked under the lock after the suspension point.
+        "class A:\n"
+        "    async def get(self):\n"
+        "        if self._c is None:\n"
+        "            async with self._lock:\n"
+        "                if self._c is None:\n"
+        "                    self._c = await connect()\n"
+        "        return self._c\n",
+        # The write does not depend on the check.
+        "class A:\n"
+        "    async def f(self):\n"
+        "        if self.closed:\n"
+        "            return\n"
+        "        await self.flush()\n"
+        "        self.sent += 1\n",
+        # Seed 002's lazy semaphore: no await inside.
+        "class E:\n"
+        "    async def _ensure_semaphore(self):\n"
+        "        if self._semaphore is None:\n"
+        "            self._semaphore = asyncio.Semaphore(self.max_concurrent)\n"
+        "        return self._semaphore\n",
+    )
+    INVALID: ClassVar[Sequence[str]] = (
+        "class A:\n"
+        "    async def get(self):\n"
+        "        if self._c is None:\n"
+        "            self._c = await connect()\n"
+        "        return self._c\n",
+        "class A:\n"
+        "    async def run(self):\n"
+        "        if self.state != 'idle':\n"
+        "            raise RuntimeError('busy')\n"
+        "        await self.prepare()\n"
+        "        self.state = 'running'\n",
+        "class A:\n"
+        "    async def get(self, k):\n"
+        "        if k in self._cache:\n"
+        "            return self._cache[k]\n"
+        "        value = await self.fetch(k)\n"
+        "        self._cache[k] = value\n"
+        "        return value\n",
+    )
+
+    def __init__(self, context: LintContext) -> None:
+        super().__init__(context)
+        self.init_facts()
+
+    def function_done(self, facts: FunctionFacts) -> None:
+        node = facts.node
+        if node.asynchronous is None or find_suspension(node.body) is None:
+            return
+        names = StateNames.of(facts, self.module_names)
+        for finding in CheckThenActFlow(names, threaded=False).run(node):
+            self.report(
+                finding.write,
+                self.message.format(state=finding.state),
+                related=_related(finding, "the task can be suspended here"),
+            )
+
+
+_THREAD_APIS = {
+    "threading.Lock": "threading.Lock()",
+    "threading.RLock": "threading.RLock()",
+    "threading.Condition": "threading.Condition()",
+    "threading.Semaphore": "threading.Semaphore()",
+    "threading.BoundedSemaphore": "threading.BoundedSemaphore()",
+    "threading.Thread": "threading.Thread()",
+    "threading.Timer": "threading.Timer()",
+    "_thread.allocate_lock": "_thread.allocate_lock()",
+    "_thread.start_new_thread": "_thread.start_new_thread()",
+    "concurrent.futures.ThreadPoolExecutor": "ThreadPoolExecutor()",
+    "concurrent.futures.thread.ThreadPoolExecutor": "ThreadPoolExecutor()",
+    "multiprocessing.pool.ThreadPool": "ThreadPool()",
+    "asyncio.to_thread": "asyncio.to_thread()",
+    "anyio.to_thread.run_sync": "anyio.to_thread.run_sync()",
+}
+_THREAD_LOCKS = frozenset(
+    {
+        "threading.Lock",
+        "threading.RLock",
+        "threading.Condition",
+        "threading.Semaphore",
+        "threading.BoundedSemaphore",
+        "_thread.allocate_lock",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Evidence:
+    node: cst.CSTNode
+    what: str
+
+
+class FlagUnlockedCheckThenAct(FactsCollector, Rule):
+    """IL102: an unlocked check-then-act in a class or module shared between threads."""
+
+    code: ClassVar[str] = "IL102"
+    name: ClassVar[str] = "unlocked-check-then-act"
+    summary: ClassVar[str] = (
+        "In code shared between threads, shared state is checked and then written without a "
+        "lock held across both (lazy singletons, get-or-create, double-checked locking "
+        "without the re-check)."
+    )
+    message: ClassVar[str] = (
+        "`{state}` is checked and then written with no lock held across both, in code shared "
+        "between threads ({evidence}). Another thread can run between the check and the "
+        "write, so two threads act on the same check and one update is lost. Hold one "
+        "`threading.Lock` across the check and the write (re-check inside the lock when "
+        "double-checking), or use an atomic call such as `dict.setdefault`."
+    )
+    why: ClassVar[str] = (
+        "A thread can be preempted between any two bytecodes, so `if key not in self._d: "
+        "self._d[key] = make()` lets two threads both see the key missing and both insert; "
+        "the second insert replaces the object the first thread already handed out, and "
+        "whatever it recorded there is lost (seed 003's error histories). The rule only looks "
+        "at code with evidence that it is shared between threads: the class or module uses a "
+        "threading lock, starts threads, hands work to an executor or `to_thread`, or the "
+        "class is named in `shared-classes`. Double-checked locking is fine only with the "
+        "re-check inside the lock."
+    )
+    bad_example: ClassVar[str] = (
+        "import threading\n"
+        "_lock = threading.Lock()\n"
+        "_container = None\n"
+        "def get_container():\n"
+        "    global _container\n"
+        "    if _container is None:\n"
+        "        with _lock:\n"
+        "            _container = Container()\n"
+        "    return _container\n"
+    )
+    good_example: ClassVar[str] = (
+        "import threading\n"
+        "_lock = threading.Lock()\n"
+        "_container = None\n"
+        "def get_container():\n"
+        "    global _container\n"
+        "    if _container is None:\n"
+        "        with _lock:\n"
+        "            if _container is None:\n"
+        "                _container = Container()\n"
+        "    return _container\n"
+    )
+    suppress: ClassVar[str] = (
+        "When the class is shared between threads but this method only ever runs on one of "
+        "them (say, a worker thread's own loop), or when both threads writing is harmless; "
+        "say which in a comment next to the `# noqa: IL102`."
+    )
+    TRIGGERS: ClassVar[Sequence[str]] = (
+        "thread",
+        "lock",
+        "executor",
+        "to_thread",
+        "threadpool",
+    )
+    VALID: ClassVar[Sequence[str]] = (
+        # Correct double-checked locking.
+        "import threading\n"
+        "_lock = threading.Lock()\n"
+        "_c = None\n"
+        "def get():\n"
+        "    global _c\n"
+        "    if _c is None:\n"
+        "        with _lock:\n"
+        "            if _c is None:\n"
+        "                _c = object()\n"
+        "    return _c\n",
+        # dict.setdefault.
+        "import threading\n"
+        "class S:\n"
+        "    def __init__(self):\n"
+        "        self._lock = threading.Lock()\n"
+        "    def get(self, k):\n"
+        "        return self._d.setdefault(k, [])\n",
+        # No evidence of threads.
+        "_c = None\n"
+        "def get():\n"
+        "    global _c\n"
+        "    if _c is None:\n"
+        "        _c = object()\n"
+        "    return _c\n",
+        # Check and write inside one lock.
+        "import threading\n"
+        "class S:\n"
+        "    def __init__(self):\n"
+        "        self._lock = threading.Lock()\n"
+        "    def get(self, k):\n"
+        "        with self._lock:\n"
+        "            if k not in self._d:\n"
+        "                self._d[k] = []\n"
+        "            return self._d[k]\n",
+        # Locals.
+        "import threading\n"
+        "def f():\n"
+        "    threading.Thread(target=print).start()\n"
+        "    d = {}\n"
+        "    if 'k' not in d:\n"
+        "        d['k'] = 1\n",
+    )
+    INVALID: ClassVar[Sequence[str]] = (
+        "import threading\n"
+        "class S:\n"
+        "    def __init__(self):\n"
+        "        self._lock = threading.Lock()\n"
+        "    def get(self, k):\n"
+        "        if k not in self._d:\n"
+        "            self._d[k] = []\n"
+        "        return self._d[k]\n",
+        "import threading\n"
+        "_lock = threading.Lock()\n"
+        "_c = None\n"
+        "def get():\n"
+        "    global _c\n"
+        "    if _c is None:\n"
+        "        with _lock:\n"
+        "            _c = object()\n"
+        "    return _c\n",
+        "from concurrent.futures import ThreadPoolExecutor\n"
+        "_pool = ThreadPoolExecutor()\n"
+        "_registry = {}\n"
+        "def register(name, factory):\n"
+        "    if name not in _registry:\n"
+        "        _registry[name] = factory()\n",
+    )
+
+    def __init__(self, context: LintContext) -> None:
+        super().__init__(context)
+        self.init_facts()
+        self._candidates: list[FunctionFacts] = []
+        self._calls: list[tuple[cst.Call, str | None]] = []
+        self._with_names: list[tuple[cst.BaseExpression, str | None]] = []
+        self._module_locks: dict[str, cst.CSTNode] = {}
+
+    def function_done(self, facts: FunctionFacts) -> None:
+        if facts.node.asynchronous is None and facts.node.name.value not in INIT_METHODS:
+            self._candidates.append(facts)
+
+    def _owner(self) -> str | None:
+        return self.class_stack[-1] if self.class_stack else None
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self._calls.append((node, self._owner()))
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        self._with_names.append((node.item, self._owner()))
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        by_class, module = self._evidence(original_node)
+        if not self._candidates or (not by_class and module is None and not self._shared()):
+            return
+        for facts in self._candidates:
+            owner = facts.class_name
+            evidence: dict[str, _Evidence | None] = {}
+            if owner is not None and owner in by_class:
+                evidence["self"] = evidence["cls"] = by_class[owner]
+            elif owner is not None and owner in self.context.shared_classes:
+                evidence["self"] = evidence["cls"] = None
+            if module is not None:
+                evidence[""] = module
+            if not evidence:
+                continue
+            names = StateNames.of(facts, self.module_names, include_params=False)
+            flow = CheckThenActFlow(names, threaded=True, accept=_accepting(evidence))
+            for finding in flow.run(facts.node):
+                found = evidence[_root(finding.state, evidence)]
+                related = _related(finding, "")
+                if found is None:
+                    what = f"the class `{owner}` is listed in `shared-classes`"
+                else:
+                    where = "class" if _root(finding.state, evidence) != "" else "module"
+                    what = f"the {where} uses `{found.what}`"
+                    related.append(Related(found.node, f"{found.what} here: shared with threads"))
+                self.report(
+                    finding.write,
+                    self.message.format(state=finding.state, evidence=what),
+                    related=[r for r in related if r.message],
+                )
+
+    def _shared(self) -> bool:
+        return bool(self.context.shared_classes)
+
+    def _evidence(self, module: cst.Module) -> tuple[dict[str, _Evidence], _Evidence | None]:
+        """Find what shows a class or the module is shared between threads."""
+        by_class: dict[str, _Evidence] = {}
+        first: _Evidence | None = None
+        for stmt in module.body:
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if (
+                        isinstance(small, cst.Assign)
+                        and isinstance(small.value, cst.Call)
+                        and self.aliases.qualify(small.value.func) in _THREAD_LOCKS
+                    ):
+                        for target in small.targets:
+                            name = dotted(target.target)
+                            if name is not None:
+                                self._module_locks[name] = small.value
+        for call, owner in self._calls:
+            what = self._thread_api(call)
+            if what is None:
+                continue
+            found = _Evidence(call, what)
+            if first is None:
+                first = found
+            if owner is not None:
+                by_class.setdefault(owner, found)
+        for item, owner in self._with_names:
+            name = dotted(item)
+            if owner is not None and name in self._module_locks:
+                by_class.setdefault(owner, _Evidence(item, f"with {name}"))
+        return by_class, first
+
+    def _thread_api(self, call: cst.Call) -> str | None:
+        qualified = self.aliases.qualify(call.func)
+        if qualified is not None and qualified in _THREAD_APIS:
+            return _THREAD_APIS[qualified]
+        func = call.func
+        if not isinstance(func, cst.Attribute):
+            return None
+        method = func.attr.value
+        if method == "run_in_executor":
+            return f"{render(func)}()"
+        if method == "submit":
+            receiver = dotted(func.value) or ""
+            last = receiver.rsplit(".", 1)[-1].lower()
+            if "executor" in last or "pool" in last:
+                return f"{receiver}.submit()"
+        return None
+
+
+def _accepting(evidence: dict[str, _Evidence | None]) -> Callable[[str], bool]:
+    """Return a filter that keeps the state keys the evidence covers."""
+    return lambda key: _root(key, evidence) in evidence
+
+
+def _root(key: str, evidence: dict[str, _Evidence | None]) -> str:
+    root = key.split(".", 1)[0]
+    return root if root in ("self", "cls") else ""

@@ -1,0 +1,940 @@
+"""Rules about what other tasks do while this one is suspended: IL301, IL302, IL303.
+
+* IL301 stale-restore-across-await: ``old = self.x; self.x = new; <suspend>; self.x = old``.
+* IL302 pending-tasks-not-cancelled: ``asyncio.wait(..., return_when=FIRST_COMPLETED)`` whose
+  pending tasks are not cancelled on every path.
+* IL303 iterate-shared-while-awaiting: ``for x in self._subs: await ...`` over a container
+  that the module mutates in place elsewhere.
+
+All three decide from the tree alone (no metadata providers); see ``_flow``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import ClassVar
+
+import libcst as cst
+
+from interlace.linters._rule import LintContext, Related, Rule
+from interlace.linters.rules._flow import (
+    INIT_METHODS,
+    MUTATORS,
+    FactsCollector,
+    FunctionFacts,
+    StateNames,
+    block_body,
+    children,
+    dotted,
+    find_suspension,
+    is_lock_expr,
+    keyword,
+)
+
+__all__ = (
+    "FlagIterateSharedWhileAwaiting",
+    "FlagPendingTasksNotCancelled",
+    "FlagStaleRestoreAcrossAwait",
+)
+
+_Stmt = cst.BaseStatement | cst.BaseSmallStatement
+
+
+def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Yield ``node`` and its descendants in source order, not entering nested scopes."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        if current is not node and isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        stack.extend(reversed(list(children(current))))
+
+
+# -- IL301 ---------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Save:
+    state: str
+    node: cst.CSTNode
+    locks: frozenset[int]
+
+
+@dataclass(slots=True)
+class _RestoreScan:
+    """A walk over one ``async def`` in source order looking for stale restores.
+
+    Invariant: ``windows`` maps each saved state that the function has overwritten since the
+    save to the first suspension point after that overwrite (``None`` while there is none).
+    """
+
+    names: StateNames
+    saves: dict[str, _Save] = field(default_factory=dict)
+    windows: dict[str, cst.CSTNode | None] = field(default_factory=dict)
+    held: list[int] = field(default_factory=list)
+    guards: list[frozenset[str]] = field(default_factory=list)
+    found: list[tuple[cst.CSTNode, str, str, _Save, cst.CSTNode]] = field(default_factory=list)
+    acquisitions: int = 0
+
+    def block(self, stmts: Sequence[_Stmt]) -> None:
+        for stmt in stmts:
+            self.stmt(stmt)
+
+    def suspend(self, node: cst.CSTNode | None) -> None:
+        if node is None:
+            return
+        for state, suspension in self.windows.items():
+            if suspension is None:
+                self.windows[state] = node
+
+    def events(self, node: cst.CSTNode | None) -> None:
+        if node is not None:
+            self.suspend(find_suspension(node))
+
+    def stmt(self, stmt: _Stmt) -> None:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            self.block(stmt.body)
+        elif isinstance(stmt, cst.Assign):
+            self.assign(stmt)
+        elif isinstance(stmt, cst.BaseSmallStatement):
+            self.events(stmt)
+        elif isinstance(stmt, (cst.If, cst.While)):
+            self.events(stmt.test)
+            self.guards.append(frozenset(self._reads(stmt.test)))
+            self.block(block_body(stmt.body))
+            self.guards.pop()
+            if isinstance(stmt.orelse, cst.If):
+                self.stmt(stmt.orelse)
+            elif stmt.orelse is not None:
+                self.block(block_body(stmt.orelse.body))
+        elif isinstance(stmt, cst.For):
+            self.events(stmt.iter)
+            if stmt.asynchronous:
+                self.suspend(stmt)
+            self.block(block_body(stmt.body))
+            if stmt.orelse is not None:
+                self.block(block_body(stmt.orelse.body))
+        elif isinstance(stmt, cst.With):
+            pushed = 0
+            for item in stmt.items:
+                self.events(item.item)
+                if stmt.asynchronous:
+                    self.suspend(stmt)
+                if is_lock_expr(item.item):
+                    self.acquisitions += 1
+                    self.held.append(self.acquisitions)
+                    pushed += 1
+            self.block(block_body(stmt.body))
+            del self.held[len(self.held) - pushed :]
+            if stmt.asynchronous and pushed < len(stmt.items):
+                self.suspend(stmt)
+        elif isinstance(stmt, (cst.Try, cst.TryStar)):
+            self.block(block_body(stmt.body))
+            for handler in stmt.handlers:
+                self.block(block_body(handler.body))
+            if stmt.orelse is not None:
+                self.block(block_body(stmt.orelse.body))
+            if stmt.finalbody is not None:
+                self.block(block_body(stmt.finalbody.body))
+        elif isinstance(stmt, cst.Match):
+            self.events(stmt.subject)
+            for case in stmt.cases:
+                self.block(block_body(case.body))
+
+    def _reads(self, test: cst.BaseExpression) -> Iterator[str]:
+        for node in _walk(test):
+            if isinstance(node, (cst.Attribute, cst.Name)):
+                key = self._state(node)
+                if key is not None:
+                    yield key
+
+    def _state(self, expr: cst.BaseExpression) -> str | None:
+        if isinstance(expr, cst.Attribute) or (
+            isinstance(expr, cst.Name) and expr.value in self.names.declared
+        ):
+            return self.names.key(expr)
+        return None
+
+    def assign(self, stmt: cst.Assign) -> None:
+        self.events(stmt.value)
+        value = stmt.value
+        for target in stmt.targets:
+            node = target.target
+            if isinstance(node, cst.Name) and node.value not in self.names.declared:
+                self.saves.pop(node.value, None)
+                read = self._state(value) if len(stmt.targets) == 1 else None
+                if read is not None:
+                    self.saves[node.value] = _Save(read, stmt, frozenset(self.held))
+                    self.windows.pop(read, None)
+                continue
+            state = self._state(node)
+            if state is None:
+                continue
+            save = self.saves.get(value.value) if isinstance(value, cst.Name) else None
+            if save is not None and save.state == state:
+                suspension = self.windows.pop(state, None)
+                guarded = any(state in keys for keys in self.guards)
+                if suspension is not None and not guarded and not (save.locks & set(self.held)):
+                    assert isinstance(value, cst.Name)
+                    self.found.append((stmt, state, value.value, save, suspension))
+            elif any(s.state == state for s in self.saves.values()):
+                self.windows.setdefault(state, None)
+
+
+class FlagStaleRestoreAcrossAwait(FactsCollector, Rule):
+    """IL301: an attribute saved, overwritten, then restored after a suspension point."""
+
+    code: ClassVar[str] = "IL301"
+    name: ClassVar[str] = "stale-restore-across-await"
+    summary: ClassVar[str] = (
+        "An attribute is saved to a local, overwritten, and restored from the saved copy after "
+        "a suspension point (including `yield` in an async context manager)."
+    )
+    message: ClassVar[str] = (
+        "`{state}` is restored from the copy saved in `{saved}` after a suspension point. A "
+        "value another task set while this one was suspended is overwritten with the stale "
+        "copy. Keep per-task values in a `contextvars.ContextVar` (`token = var.set(new)` ... "
+        "`var.reset(token)`), or restore only if `{state}` still holds the value this task set."
+    )
+    why: ClassVar[str] = (
+        "The save/overwrite/restore idiom (`old = self.state; self.state = new; try: yield "
+        "finally: self.state = old`) assumes nobody else touches the attribute in between. "
+        "Across an `await` or a `yield` in an `@asynccontextmanager`, other tasks run: if one "
+        "of them sets the attribute, the restore silently replaces its value with a stale "
+        "one, and with two overlapping users the attribute ends in a state neither intended "
+        "(seed 000's `state_context`)."
+    )
+    bad_example: ClassVar[str] = (
+        "@asynccontextmanager\n"
+        "async def state_context(self, new_state):\n"
+        "    old_state = self.state\n"
+        "    self.state = new_state\n"
+        "    try:\n"
+        "        yield\n"
+        "    finally:\n"
+        "        self.state = old_state\n"
+    )
+    good_example: ClassVar[str] = (
+        "_state = contextvars.ContextVar('state', default=IDLE)\n"
+        "@asynccontextmanager\n"
+        "async def state_context(new_state):\n"
+        "    token = _state.set(new_state)\n"
+        "    try:\n"
+        "        yield\n"
+        "    finally:\n"
+        "        _state.reset(token)\n"
+    )
+    suppress: ClassVar[str] = (
+        "When the object is owned by one task for the whole save/restore (a per-request "
+        "object), so no other task can write the attribute meanwhile."
+    )
+    TRIGGERS: ClassVar[Sequence[str]] = ("async def",)
+    VALID: ClassVar[Sequence[str]] = (
+        # No suspension point between overwrite and restore.
+        "class A:\n"
+        "    async def f(self):\n"
+        "        old = self.x\n"
+        "        self.x = 1\n"
+        "        self.compute()\n"
+        "        self.x = old\n"
+        "        await self.flush()\n",
+        # A contextvar instead of an attribute.
+        "async def f():\n"
+        "    token = var.set(1)\n"
+        "    try:\n"
+        "        await g()\n"
+        "    finally:\n"
+        "        var.reset(token)\n",
+        # Compare-and-restore.
+        "class A:\n"
+        "    async def f(self, new):\n"
+        "        old = self.x\n"
+        "        self.x = new\n"
+        "        await g()\n"
+        "        if self.x is new:\n"
+        "            self.x = old\n",
+        # A lock held across the save and the restore.
+        "class A:\n"
+        "    async def f(self):\n"
+        "        async with self._lock:\n"
+        "            old = self.x\n"
+        "            self.x = 1\n"
+        "            await g()\n"
+        "            self.x = old\n",
+    )
+    INVALID: ClassVar[Sequence[str]] = (
+        "class A:\n"
+        "    @asynccontextmanager\n"
+        "    async def state_context(self, new):\n"
+        "        old = self.state\n"
+        "        self.state = new\n"
+        "        try:\n"
+        "            yield\n"
+        "        finally:\n"
+        "            self.state = old\n",
+        "class A:\n"
+        "    async def f(self):\n"
+        "        old = self.x\n"
+        "        self.x = 1\n"
+        "        await g()\n"
+        "        self.x = old\n",
+    )
+
+    def __init__(self, context: LintContext) -> None:
+        super().__init__(context)
+        self.init_facts()
+
+    def function_done(self, facts: FunctionFacts) -> None:
+        node = facts.node
+        if node.asynchronous is None:
+            return
+        scan = _RestoreScan(StateNames.of(facts, self.module_names))
+        scan.block(block_body(node.body))
+        for restore, state, saved, save, suspension in scan.found:
+            self.report(
+                restore,
+                self.message.format(state=state, saved=saved),
+                related=[
+                    Related(save.node, f"`{state}` is saved to `{saved}` here"),
+                    Related(suspension, "another task can write it while this one is suspended"),
+                ],
+            )
+
+
+# -- IL302 ---------------------------------------------------------------------------------
+
+
+class _Path(Enum):
+    """What every path through a piece of code does with the pending tasks."""
+
+    HANDLED = "handled"
+    FALLS_THROUGH = "falls through"
+    LEAKS = "leaks"
+
+
+_WAIT = frozenset({"asyncio.wait", "asyncio.tasks.wait"})
+_QUIET_CALLS = frozenset({"len", "bool", "print", "repr", "str", "debug", "info", "warning"})
+
+
+@dataclass(slots=True)
+class _Pending:
+    """How the code after an ``asyncio.wait`` can reach the pending tasks.
+
+    Attributes:
+        pending: the name bound to the pending set (``done, pending = ...``), if any.
+        tasks: the names of the tasks passed to ``asyncio.wait`` in a literal, or of the
+            collection passed.
+        cancellers: names of same-file functions that call ``.cancel()``.
+        wait: the ``asyncio.wait`` call itself.
+    """
+
+    pending: str | None
+    tasks: frozenset[str]
+    cancellers: frozenset[str]
+    wait: cst.Call
+
+    def _named(self, expr: cst.BaseExpression) -> bool:
+        if isinstance(expr, cst.Name):
+            return expr.value == self.pending or expr.value in self.tasks
+        if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
+            return any(self._named(e.value) for e in expr.elements)
+        return False
+
+    def _mentions_pending(self, expr: cst.BaseExpression) -> bool:
+        return self.pending is not None and any(
+            isinstance(n, cst.Name) and n.value == self.pending for n in _walk(expr)
+        )
+
+    def _cancels(self, call: cst.Call) -> bool:
+        if call is self.wait:
+            return False
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "cancel":
+            return isinstance(func.value, cst.Name) and func.value.value in self.tasks
+        callee = dotted(func)
+        if callee is None:
+            return False
+        last = callee.rsplit(".", 1)[-1]
+        if "cancel" in last.lower() or last in self.cancellers:
+            return any(self._named(a.value) for a in call.args)
+        # Any other call handed the pending set takes it over (awaits or stores it).
+        return last not in _QUIET_CALLS and any(
+            isinstance(a.value, cst.Name) and a.value.value == self.pending for a in call.args
+        )
+
+    def handles(self, stmt: _Stmt) -> bool:
+        """Say whether ``stmt`` itself cancels or hands off the pending tasks."""
+        if isinstance(stmt, (cst.For, cst.While)):
+            header = stmt.iter if isinstance(stmt, cst.For) else stmt.test
+            if not any(self._named(n) for n in _walk(header) if isinstance(n, cst.BaseExpression)):
+                return False
+            return any(
+                isinstance(n, cst.Call)
+                and (_is_cancel_call(n) or any(self._named(a.value) for a in n.args))
+                for n in _walk(stmt.body)
+            )
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            return False
+        for node in _walk(stmt):
+            if isinstance(node, cst.Call) and self._cancels(node):
+                return True
+            if (
+                isinstance(node, (cst.ListComp, cst.GeneratorExp, cst.SetComp))
+                and _is_cancel_call(node.elt)
+                and self._named(node.for_in.iter)
+            ):
+                return True
+            # Returning or storing the pending set hands it to someone else.
+            if (
+                isinstance(node, cst.Return)
+                and node.value is not None
+                and self._mentions_pending(node.value)
+            ):
+                return True
+            if (
+                isinstance(node, cst.Assign)
+                and any(isinstance(t.target, (cst.Attribute, cst.Subscript)) for t in node.targets)
+                and self._mentions_pending(node.value)
+            ):
+                return True
+        return False
+
+    def block(self, stmts: Sequence[_Stmt]) -> _Path:
+        for stmt in stmts:
+            result = self.stmt(stmt)
+            if result is not _Path.FALLS_THROUGH:
+                return result
+        return _Path.FALLS_THROUGH
+
+    def stmt(self, stmt: _Stmt) -> _Path:
+        if self.handles(stmt):
+            return _Path.HANDLED
+        if isinstance(stmt, cst.SimpleStatementLine):
+            return self.block(stmt.body)
+        if isinstance(stmt, (cst.Return, cst.Raise, cst.Break, cst.Continue)):
+            return _Path.LEAKS
+        if isinstance(stmt, cst.If):
+            other = (
+                [stmt.orelse]
+                if isinstance(stmt.orelse, cst.If)
+                else block_body(stmt.orelse.body)
+                if stmt.orelse is not None
+                else ()
+            )
+            return _join(self.block(block_body(stmt.body)), self.block(other))
+        if isinstance(stmt, (cst.For, cst.While)):
+            # A loop after the wait may run zero times; only a return or raise in it leaks.
+            inner = _Path.LEAKS if _leaves_function(stmt.body) else _Path.FALLS_THROUGH
+            return inner
+        if isinstance(stmt, cst.With):
+            return self.block(block_body(stmt.body))
+        if isinstance(stmt, (cst.Try, cst.TryStar)):
+            if stmt.finalbody is not None and self.block(block_body(stmt.finalbody.body)) is (
+                _Path.HANDLED
+            ):
+                return _Path.HANDLED
+            body = list(block_body(stmt.body))
+            if stmt.orelse is not None:
+                body.extend(block_body(stmt.orelse.body))
+            results = [self.block(body)]
+            results.extend(self.block(block_body(h.body)) for h in stmt.handlers)
+            return _join(*results)
+        if isinstance(stmt, cst.Match):
+            return _join(_Path.FALLS_THROUGH, *(self.block(block_body(c.body)) for c in stmt.cases))
+        return _Path.FALLS_THROUGH
+
+
+def _join(*results: _Path) -> _Path:
+    if _Path.LEAKS in results:
+        return _Path.LEAKS
+    if all(r is _Path.HANDLED for r in results):
+        return _Path.HANDLED
+    return _Path.FALLS_THROUGH
+
+
+def _is_cancel_call(node: cst.CSTNode) -> bool:
+    return (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value == "cancel"
+    )
+
+
+def _leaves_function(body: cst.BaseSuite) -> bool:
+    return any(isinstance(n, (cst.Return, cst.Raise)) for n in _walk(body))
+
+
+@dataclass(frozen=True, slots=True)
+class _Level:
+    """One enclosing block of the statement that calls ``asyncio.wait``."""
+
+    stmts: tuple[_Stmt, ...]
+    index: int
+    owner: cst.CSTNode | None
+    role: str
+
+
+def _blocks(stmt: cst.BaseStatement) -> Iterator[tuple[tuple[_Stmt, ...], str]]:
+    if isinstance(stmt, cst.If):
+        yield block_body(stmt.body), "body"
+        if isinstance(stmt.orelse, cst.If):
+            yield (stmt.orelse,), "orelse"
+        elif stmt.orelse is not None:
+            yield block_body(stmt.orelse.body), "orelse"
+    elif isinstance(stmt, (cst.For, cst.While)):
+        yield block_body(stmt.body), "loop"
+        if stmt.orelse is not None:
+            yield block_body(stmt.orelse.body), "orelse"
+    elif isinstance(stmt, cst.With):
+        yield block_body(stmt.body), "body"
+    elif isinstance(stmt, (cst.Try, cst.TryStar)):
+        yield block_body(stmt.body), "try"
+        for handler in stmt.handlers:
+            yield block_body(handler.body), "handler"
+        if stmt.orelse is not None:
+            yield block_body(stmt.orelse.body), "orelse"
+        if stmt.finalbody is not None:
+            yield block_body(stmt.finalbody.body), "finally"
+    elif isinstance(stmt, cst.Match):
+        for case in stmt.cases:
+            yield block_body(case.body), "body"
+
+
+def _path_to(
+    stmts: tuple[_Stmt, ...], target: cst.CSTNode, owner: cst.CSTNode | None, role: str
+) -> list[_Level] | None:
+    for index, stmt in enumerate(stmts):
+        if not any(n is target for n in _walk(stmt)):
+            continue
+        level = _Level(stmts, index, owner, role)
+        if isinstance(stmt, cst.BaseCompoundStatement):
+            for inner, inner_role in _blocks(stmt):
+                found = _path_to(inner, target, stmt, inner_role)
+                if found is not None:
+                    return [level, *found]
+        return [level]
+    return None
+
+
+def _first_completed(value: cst.BaseExpression | None, qualified: str | None) -> bool:
+    if value is None:
+        return False
+    if isinstance(value, cst.SimpleString):
+        return "FIRST_COMPLETED" in value.value
+    name = qualified or dotted(value) or ""
+    return name.rsplit(".", 1)[-1] == "FIRST_COMPLETED"
+
+
+class FlagPendingTasksNotCancelled(FactsCollector, Rule):
+    """IL302: pending tasks of ``asyncio.wait(FIRST_COMPLETED)`` not cancelled on every path."""
+
+    code: ClassVar[str] = "IL302"
+    name: ClassVar[str] = "pending-tasks-not-cancelled"
+    summary: ClassVar[str] = (
+        "`asyncio.wait(..., return_when=FIRST_COMPLETED)` whose pending tasks are not "
+        "cancelled on every path."
+    )
+    message: ClassVar[str] = (
+        "The pending tasks of `asyncio.wait(..., return_when=FIRST_COMPLETED)` are not "
+        "cancelled on every path. A leaked task keeps running: a pending `queue.get()` later "
+        "takes an item that no consumer sees, and a pending `event.wait()` piles up each "
+        "round. Cancel them in a `finally` block: `for task in {pending}: task.cancel()`."
+    )
+    why: ClassVar[str] = (
+        "`asyncio.wait` with `FIRST_COMPLETED` returns as soon as one task finishes and leaves "
+        "the others running. Tasks wrapping `queue.get()` are the classic trap: the leaked "
+        "getter still completes later and the item it took is dropped with its result "
+        "(seed 000's `stream()`). Every path out of the code after the wait, early returns, "
+        "`break`, exceptions and loop iterations included, must cancel what is pending."
+    )
+    bad_example: ClassVar[str] = (
+        "async def next_item(queue, done_event):\n"
+        "    get = asyncio.create_task(queue.get())\n"
+        "    stop = asyncio.create_task(done_event.wait())\n"
+        "    done, pending = await asyncio.wait({get, stop}, "
+        "return_when=asyncio.FIRST_COMPLETED)\n"
+        "    return get.result() if get in done else None\n"
+    )
+    good_example: ClassVar[str] = (
+        "async def next_item(queue, done_event):\n"
+        "    get = asyncio.create_task(queue.get())\n"
+        "    stop = asyncio.create_task(done_event.wait())\n"
+        "    try:\n"
+        "        done, pending = await asyncio.wait({get, stop}, "
+        "return_when=asyncio.FIRST_COMPLETED)\n"
+        "    finally:\n"
+        "        for task in (get, stop):\n"
+        "            task.cancel()\n"
+        "    return get.result() if get in done else None\n"
+    )
+    suppress: ClassVar[str] = (
+        "When the pending tasks are deliberately kept (stored elsewhere and awaited later) in "
+        "a way the rule cannot see."
+    )
+    TRIGGERS: ClassVar[Sequence[str]] = ("first_completed",)
+    VALID: ClassVar[Sequence[str]] = (
+        # Cancelled in finally.
+        "import asyncio\n"
+        "async def f(a, b):\n"
+        "    try:\n"
+        "        done, pending = await asyncio.wait({a, b}, "
+        "return_when=asyncio.FIRST_COMPLETED)\n"
+        "    finally:\n"
+        "        for t in (a, b):\n"
+        "            t.cancel()\n",
+        # Cancelled by a loop right after the wait.
+        "import asyncio\n"
+        "async def f(a, b):\n"
+        "    done, pending = await asyncio.wait({a, b}, return_when=asyncio.FIRST_COMPLETED)\n"
+        "    for t in pending:\n"
+        "        t.cancel()\n"
+        "    return done\n",
+        # Cancelled by a same-file helper.
+        "from asyncio import wait, FIRST_COMPLETED\n"
+        "def _cancel_all(tasks):\n"
+        "    for t in tasks:\n"
+        "        t.cancel()\n"
+        "async def f(a, b):\n"
+        "    done, pending = await wait({a, b}, return_when=FIRST_COMPLETED)\n"
+        "    _cancel_all(pending)\n",
+        # ALL_COMPLETED leaves nothing pending.
+        "import asyncio\nasync def f(a, b):\n    done, _ = await asyncio.wait({a, b})\n",
+    )
+    INVALID: ClassVar[Sequence[str]] = (
+        "import asyncio\n"
+        "async def f(a, b):\n"
+        "    done, pending = await asyncio.wait({a, b}, return_when=asyncio.FIRST_COMPLETED)\n"
+        "    return done\n",
+        "import asyncio as aio\n"
+        "async def f(a, b):\n"
+        "    done, pending = await aio.wait({a, b}, return_when=aio.FIRST_COMPLETED)\n"
+        "    if a in done:\n"
+        "        return a.result()\n"
+        "    for t in pending:\n"
+        "        t.cancel()\n",
+    )
+
+    def __init__(self, context: LintContext) -> None:
+        super().__init__(context)
+        self.init_facts()
+        self._waits: list[tuple[cst.Call, cst.FunctionDef]] = []
+        self._cancellers: set[str] = set()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not self.facts_stack:
+            return
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "cancel":
+            self._cancellers.update(f.node.name.value for f in self.facts_stack)
+        elif dotted(func) is not None and keyword(node, "return_when") is not None:
+            self._waits.append((node, self.facts_stack[-1].node))
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        for call, function in self._waits:
+            if self.aliases.qualify(call.func) not in _WAIT:
+                continue
+            when = keyword(call, "return_when")
+            if not _first_completed(when, self.aliases.qualify(when) if when else None):
+                continue
+            leak = self._leak(call, function)
+            if leak is not None:
+                self.report(
+                    call,
+                    self.message.format(pending=leak or "pending"),
+                    related=[],
+                )
+
+    def _leak(self, call: cst.Call, function: cst.FunctionDef) -> str | None:
+        """Return the pending set's name (``""`` if unnamed) when some path leaks it."""
+        path = _path_to(block_body(function.body), call, None, "function")
+        if path is None:
+            return None
+        stmt = path[-1].stmts[path[-1].index]
+        pending = _pending_name(stmt, call)
+        tasks: set[str] = set()
+        if call.args:
+            first = call.args[0].value
+            if isinstance(first, cst.Name):
+                tasks.add(first.value)
+            elif isinstance(first, (cst.List, cst.Tuple, cst.Set)):
+                tasks.update(e.value.value for e in first.elements if isinstance(e.value, cst.Name))
+        if pending is not None and pending in tasks:
+            return None  # draining loop: the pending set is waited on again
+        model = _Pending(pending, frozenset(tasks), frozenset(self._cancellers), call)
+        if model.handles(stmt):
+            return None
+        for level in reversed(path):
+            owner = level.owner
+            if (
+                isinstance(owner, (cst.Try, cst.TryStar))
+                and level.role != "finally"
+                and owner.finalbody is not None
+                and model.block(block_body(owner.finalbody.body)) is _Path.HANDLED
+            ):
+                return None
+        for level in reversed(path):
+            result = model.block(level.stmts[level.index + 1 :])
+            if result is _Path.HANDLED:
+                return None
+            if result is _Path.LEAKS or level.role == "loop":
+                return pending or ""
+        return pending or ""
+
+
+def _pending_name(stmt: _Stmt, call: cst.Call) -> str | None:
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return None
+    for small in stmt.body:
+        if not isinstance(small, cst.Assign) or len(small.targets) != 1:
+            continue
+        value = small.value.expression if isinstance(small.value, cst.Await) else small.value
+        target = small.targets[0].target
+        if (
+            value is call
+            and isinstance(target, (cst.Tuple, cst.List))
+            and len(target.elements) == 2
+        ):
+            second = target.elements[1].value
+            if isinstance(second, cst.Name) and second.value != "_":
+                return second.value
+    return None
+
+
+# -- IL303 ---------------------------------------------------------------------------------
+
+_SNAPSHOTS = frozenset({"list", "tuple", "sorted", "set", "frozenset", "dict", "copy", "deepcopy"})
+_PASS_THROUGH = frozenset({"enumerate", "reversed", "zip", "iter"})
+_VIEWS = frozenset({"items", "values", "keys"})
+
+
+def _container(expr: cst.BaseExpression) -> cst.BaseExpression | None:
+    """Return the container a ``for`` iterates over directly, or ``None`` for a snapshot."""
+    while True:
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            if isinstance(func, cst.Name) and func.value in _PASS_THROUGH and expr.args:
+                expr = expr.args[0].value
+                continue
+            if isinstance(func, cst.Attribute) and func.attr.value in _VIEWS:
+                expr = func.value
+                continue
+            if isinstance(func, cst.Attribute) and func.attr.value == "get":
+                return expr
+            return None
+        if isinstance(expr, cst.Subscript):
+            if any(isinstance(e.slice, cst.Slice) for e in expr.slice):
+                return None
+            return expr
+        if isinstance(expr, (cst.Attribute, cst.Name)):
+            return expr
+        return None
+
+
+def _base(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """Strip element access: ``self._subs[t]``, ``self._subs.get(t)``, ``.setdefault(t, [])``."""
+    while True:
+        if isinstance(expr, cst.Subscript):
+            expr = expr.value
+        elif (
+            isinstance(expr, cst.Call)
+            and isinstance(expr.func, cst.Attribute)
+            and expr.func.attr.value in ("get", "setdefault", *_VIEWS)
+        ):
+            expr = expr.func.value
+        else:
+            return expr
+
+
+class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
+    """IL303: a loop over a shared mutable container whose body suspends."""
+
+    code: ClassVar[str] = "IL303"
+    name: ClassVar[str] = "iterate-shared-while-awaiting"
+    summary: ClassVar[str] = (
+        "Iterating a shared mutable container attribute directly with a suspension point in "
+        "the loop body."
+    )
+    message: ClassVar[str] = (
+        "`{state}` is iterated directly while the loop body suspends, and the module mutates "
+        "it in place elsewhere. Another task can add or remove elements during the `await`, "
+        "which raises `RuntimeError` for a dict or set and skips or repeats list elements. "
+        "Iterate over a snapshot taken before the loop, such as `list({state})`."
+    )
+    why: ClassVar[str] = (
+        "While a loop body awaits, other tasks run, and one of them may subscribe, "
+        "unsubscribe or drop an entry from the very container being iterated. A dict or set "
+        "then raises `RuntimeError: changed size during iteration`; a list silently skips "
+        "or repeats elements. Iterating `list(...)`, `tuple(...)`, `.copy()`, a slice or "
+        "`sorted(...)` is immune (seed 002's message bus fix). The rule only flags containers "
+        "that the same module mutates in place outside `__init__`."
+    )
+    bad_example: ClassVar[str] = (
+        "class Bus:\n"
+        "    def unsubscribe(self, cb):\n"
+        "        self._subscribers.remove(cb)\n"
+        "    async def publish(self, event):\n"
+        "        for cb in self._subscribers:\n"
+        "            await cb(event)\n"
+    )
+    good_example: ClassVar[str] = (
+        "class Bus:\n"
+        "    def unsubscribe(self, cb):\n"
+        "        self._subscribers.remove(cb)\n"
+        "    async def publish(self, event):\n"
+        "        for cb in list(self._subscribers):\n"
+        "            await cb(event)\n"
+    )
+    suppress: ClassVar[str] = (
+        "When every mutation of the container happens in the same task as the loop, or under "
+        "a lock that the loop also holds."
+    )
+    TRIGGERS: ClassVar[Sequence[str]] = ("await", "async with", "async for")
+    VALID: ClassVar[Sequence[str]] = (
+        "class Bus:\n"
+        "    def unsubscribe(self, cb):\n"
+        "        self._subs.remove(cb)\n"
+        "    async def publish(self, e):\n"
+        "        for cb in list(self._subs):\n"
+        "            await cb(e)\n",
+        "class Bus:\n"
+        "    def unsubscribe(self, t, cb):\n"
+        "        self._subs[t].remove(cb)\n"
+        "    async def publish(self, e):\n"
+        "        subs = self._subs.get(e.type, []).copy()\n"
+        "        for cb in subs:\n"
+        "            await cb(e)\n",
+        # Never mutated in place outside __init__.
+        "class Bus:\n"
+        "    def __init__(self, subs):\n"
+        "        self._subs = []\n"
+        "        self._subs.extend(subs)\n"
+        "    async def publish(self, e):\n"
+        "        for cb in self._subs:\n"
+        "            await cb(e)\n",
+    )
+    INVALID: ClassVar[Sequence[str]] = (
+        "class Bus:\n"
+        "    def unsubscribe(self, cb):\n"
+        "        self._subs.remove(cb)\n"
+        "    async def publish(self, e):\n"
+        "        for cb in self._subs:\n"
+        "            await cb(e)\n",
+        "class Bus:\n"
+        "    def unsubscribe(self, t, cb):\n"
+        "        self._subs[t].remove(cb)\n"
+        "    async def publish(self, e):\n"
+        "        for cb in self._subs[e.type]:\n"
+        "            await cb(e)\n",
+    )
+
+    def __init__(self, context: LintContext) -> None:
+        super().__init__(context)
+        self.init_facts()
+        self._loops: list[tuple[cst.BaseExpression, str, cst.CSTNode]] = []
+        self._mutated: dict[str, cst.CSTNode] = {}
+
+    def _owner_key(self, expr: cst.BaseExpression) -> str | None:
+        """Return ``Class:self._subs`` / ``:_registry`` for a container, keyed by its owner."""
+        if not self.facts_stack:
+            return None
+        facts = self.facts_stack[-1]
+        names = StateNames.of(facts, self.module_names, include_params=False)
+        base = _base(expr)
+        if not isinstance(base, (cst.Attribute, cst.Name)):
+            return None
+        key = names.key(base) if isinstance(base, cst.Attribute) else None
+        if isinstance(base, cst.Name) and (
+            base.value in facts.declared
+            or (base.value in self.module_names and base.value not in facts.assigned)
+        ):
+            key = base.value
+        if key is None:
+            return None
+        owner = facts.class_name or "" if key.split(".", 1)[0] in ("self", "cls") else ""
+        return f"{owner}:{key}"
+
+    def _mutation(self, target: cst.BaseExpression, node: cst.CSTNode) -> None:
+        if self.facts_stack and self.facts_stack[-1].node.name.value in INIT_METHODS:
+            return
+        key = self._owner_key(target)
+        if key is not None:
+            self._mutated.setdefault(key, node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in MUTATORS:
+            self._mutation(func.value, node)
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        super().visit_AssignTarget(node)
+        if isinstance(node.target, cst.Subscript):
+            self._mutation(node.target.value, node)
+
+    def visit_Del(self, node: cst.Del) -> None:
+        for target in _targets(node.target):
+            if isinstance(target, cst.Subscript):
+                self._mutation(target.value, node)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        super().visit_AugAssign(node)
+        if isinstance(node.target, (cst.Attribute, cst.Subscript)):
+            self._mutation(node.target, node)
+
+    def function_done(self, facts: FunctionFacts) -> None:
+        node = facts.node
+        if node.asynchronous is None or find_suspension(node.body) is None:
+            return
+        self.facts_stack.append(facts)
+        try:
+            aliases: dict[str, cst.BaseExpression] = {}
+            for current in _walk(node.body):
+                if isinstance(current, cst.Assign) and len(current.targets) == 1:
+                    target = current.targets[0].target
+                    if isinstance(target, cst.Name):
+                        aliases.pop(target.value, None)
+                        direct = _container(current.value)
+                        if direct is not None:
+                            aliases[target.value] = direct
+                elif isinstance(current, cst.For) and not current.asynchronous:
+                    self._loop(current, aliases)
+        finally:
+            self.facts_stack.pop()
+
+    def _loop(self, loop: cst.For, aliases: dict[str, cst.BaseExpression]) -> None:
+        container = _container(loop.iter)
+        if isinstance(container, cst.Name) and container.value in aliases:
+            container = aliases[container.value]
+        if container is None:
+            return
+        key = self._owner_key(container)
+        if key is None:
+            return
+        suspension = find_suspension(loop.body)
+        if suspension is not None:
+            self._loops.append((loop.iter, key, suspension))
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        for iterable, key, suspension in self._loops:
+            mutation = self._mutated.get(key)
+            if mutation is None:
+                continue
+            state = key.split(":", 1)[1]
+            self.report(
+                iterable,
+                self.message.format(state=state),
+                related=[
+                    Related(suspension, "the loop body suspends here"),
+                    Related(mutation, f"`{state}` is mutated in place here"),
+                ],
+            )
+
+
+def _targets(expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    if isinstance(expr, (cst.Tuple, cst.List)):
+        for element in expr.elements:
+            yield from _targets(element.value)
+    else:
+        yield expr
