@@ -12,7 +12,9 @@ that raises both become :class:`FileError` entries of the result.
 
 from __future__ import annotations
 
+import ast
 import re
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -151,6 +153,27 @@ def _syntax_error(filename: str, exc: cst.ParserSyntaxError) -> FileError:
     )
 
 
+def _quick_syntax_check(data: bytes, filename: str) -> FileError | None:
+    """Report a syntax error in a file that no rule needs to parse, at CPython's C-parser speed
+    (~3x libcst's), so a broken file is never passed silently because the pre-filter skipped it.
+    The grammar is the running interpreter's, as in ``python -m py_compile``."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # SyntaxWarning (invalid escapes) is not our business
+        try:
+            compile(data, filename, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        except SyntaxError as exc:
+            return FileError(
+                filename,
+                exc.lineno or 1,
+                exc.offset or 1,
+                f"cannot parse: {exc.msg}",
+                "syntax",
+            )
+        except (ValueError, MemoryError, RecursionError) as exc:  # e.g. NUL bytes
+            return FileError(filename, 1, 1, f"cannot parse: {exc}", "syntax")
+    return None
+
+
 def _internal(filename: str, what: str, exc: BaseException) -> FileError:
     return FileError(
         filename,
@@ -234,11 +257,15 @@ def lint_source(
     lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
     picked = active_rules(data, rules, context.shared_classes)
     if not picked:
-        return FileResult(filename, lines=lines)
+        error = _quick_syntax_check(data, filename)
+        return FileResult(filename, errors=(error,) if error else (), lines=lines)
     try:
         module = cst.parse_module(data)
     except cst.ParserSyntaxError as exc:
-        return FileResult(filename, errors=(_syntax_error(filename, exc),), lines=lines)
+        # libcst's native parser often points at the wrong token; CPython's message and
+        # position are better when CPython agrees that the file is invalid.
+        error = _quick_syntax_check(data, filename) or _syntax_error(filename, exc)
+        return FileResult(filename, errors=(error,), lines=lines)
     except Exception as exc:  # e.g. RecursionError on absurdly nested code
         return FileResult(filename, errors=(_internal(filename, "the parser", exc),), lines=lines)
     try:

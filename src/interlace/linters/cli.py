@@ -1,0 +1,279 @@
+"""``interlace lint``: the command-line front end of the linter.
+
+Findings go to stdout in the chosen format; the summary and every error (unreadable or
+unparsable files, bad configuration) go to stderr. Exit codes: 0 clean, 1 findings, 2 usage,
+configuration, parse or internal error (``--exit-zero`` turns only findings into 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from interlace.errors import ConfigError
+
+__all__ = ("add_parser", "lint_main", "run")
+
+EXIT_CLEAN = 0
+EXIT_FINDINGS = 1
+EXIT_ERROR = 2
+
+_DESCRIPTION = (
+    "Flag concurrency bug patterns in asyncio and threaded Python (rules IL101-IL303). "
+    "Settings come from [tool.interlace.lint] in the nearest pyproject.toml; flags win."
+)
+
+
+def _jobs(value: str) -> int:
+    try:
+        jobs = int(value)
+    except ValueError:
+        jobs = 0
+    if jobs < 1:
+        raise argparse.ArgumentTypeError(
+            f"invalid --jobs value {value!r}: expected a whole number of processes >= 1, "
+            "e.g. --jobs 4"
+        )
+    return jobs
+
+
+def _csv(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    from interlace.linters._output import FORMATS
+
+    parser.add_argument(
+        "paths", nargs="*", metavar="PATH", help="files or directories (default: project root)"
+    )
+    parser.add_argument(
+        "--select", type=_csv, metavar="CODES", help="comma-separated code prefixes to enable"
+    )
+    parser.add_argument(
+        "--extend-select",
+        type=_csv,
+        action="extend",
+        metavar="CODES",
+        default=[],
+        help="code prefixes to enable in addition to the selected ones",
+    )
+    parser.add_argument(
+        "--ignore",
+        type=_csv,
+        action="extend",
+        metavar="CODES",
+        default=[],
+        help="code prefixes to disable",
+    )
+    parser.add_argument(
+        "--per-file-ignores",
+        action="append",
+        default=[],
+        metavar="GLOB:CODES",
+        help="disable codes for matching files, e.g. 'tests/**:IL201' (repeatable)",
+    )
+    parser.add_argument(
+        "--extend-exclude",
+        type=_csv,
+        action="extend",
+        metavar="GLOBS",
+        default=[],
+        help="gitignore-style globs to skip in addition to the configured ones",
+    )
+    parser.add_argument(
+        "--force-exclude",
+        action="store_true",
+        help="apply exclusions to files named on the command line too (for pre-commit)",
+    )
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="text",
+        help="output format (default: text, ruff's full format)",
+    )
+    parser.add_argument(
+        "--statistics", action="store_true", help="print counts per code instead of findings"
+    )
+    parser.add_argument(
+        "--exit-zero", action="store_true", help="exit 0 even when there are findings"
+    )
+    parser.add_argument(
+        "--target-version",
+        metavar="py3X",
+        help="oldest Python the code supports, e.g. py311 (changes IL201's hazard)",
+    )
+    parser.add_argument(
+        "--jobs", type=_jobs, metavar="N", help="worker processes (default: all cores)"
+    )
+    parser.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+    parser.add_argument("--config", metavar="PATH", help="pyproject.toml to read settings from")
+    parser.add_argument(
+        "--explain", metavar="CODE", help="explain a rule: what, why, examples, when to suppress"
+    )
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``lint`` subcommand to ``interlace``'s argparse subparsers."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "lint", help="flag concurrency bug patterns statically", description=_DESCRIPTION
+    )
+    _add_arguments(parser)
+    parser.set_defaults(run=run)
+    return parser
+
+
+def _explain(code: str, out: TextIO, err: TextIO) -> int:
+    from interlace.linters._output import rule_help
+    from interlace.linters.rules import rules_by_code
+
+    registry = rules_by_code()
+    rule = registry.get(code.strip().upper())
+    if rule is None:
+        print(
+            f"interlace lint: error: unknown rule code {code!r} for --explain; known codes: "
+            f"{', '.join(sorted(registry))}",
+            file=err,
+        )
+        return EXIT_ERROR
+    out.write(rule_help(rule))
+    return EXIT_CLEAN
+
+
+def _per_file(values: Sequence[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    from interlace.linters._config import check_selectors
+
+    pairs = []
+    for value in values:
+        glob, sep, codes = value.rpartition(":")
+        if not sep or not glob or not codes.strip():
+            raise ConfigError(
+                f"invalid --per-file-ignores value {value!r}: expected GLOB:CODES, e.g. "
+                "--per-file-ignores 'tests/**:IL201,IL101'"
+            )
+        where = "from the command line"
+        pairs.append((glob, check_selectors(_csv(codes), key="--per-file-ignores", where=where)))
+    return tuple(pairs)
+
+
+def _resolve_config(args: argparse.Namespace) -> Any:
+    from interlace.linters._config import (
+        check_selectors,
+        find_config,
+        load_config,
+        parse_target_version,
+    )
+
+    if args.config is not None:
+        path = Path(args.config)
+        if not path.is_file():
+            raise ConfigError(
+                f"--config {args.config!r} does not exist or is not a file; pass the path of a "
+                "pyproject.toml with a [tool.interlace.lint] table"
+            )
+        config = load_config(path)
+    else:
+        config = load_config(find_config(Path.cwd()))
+    where = "from the command line"
+    changes: dict[str, object] = {}
+    if args.select is not None:
+        changes["select"] = check_selectors(args.select, key="--select", where=where)
+    if args.extend_select:
+        changes["extend_select"] = config.extend_select + check_selectors(
+            args.extend_select, key="--extend-select", where=where
+        )
+    if args.ignore:
+        changes["ignore"] = config.ignore + check_selectors(
+            args.ignore, key="--ignore", where=where
+        )
+    if args.per_file_ignores:
+        changes["per_file_ignores"] = config.per_file_ignores + _per_file(args.per_file_ignores)
+    if args.extend_exclude:
+        changes["exclude"] = config.exclude + tuple(args.extend_exclude)
+    if args.target_version is not None:
+        changes["target_version"] = parse_target_version(
+            args.target_version, where="from --target-version"
+        )
+    return config.with_overrides(**changes)
+
+
+def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """Run ``interlace lint`` with parsed arguments and return the exit code."""
+    out = out if out is not None else sys.stdout
+    err = err if err is not None else sys.stderr
+    if args.explain is not None:
+        return _explain(args.explain, out, err)
+    from interlace import __version__
+    from interlace.linters import _output
+    from interlace.linters._run import lint_paths
+    from interlace.linters.rules import all_rules
+
+    try:
+        config = _resolve_config(args)
+        result = lint_paths(
+            args.paths,
+            config=config,
+            jobs=args.jobs,
+            use_cache=not args.no_cache,
+            force_exclude=args.force_exclude,
+        )
+    except ConfigError as exc:
+        print(f"interlace lint: error: {exc}", file=err)
+        return EXIT_ERROR
+    rules = all_rules()
+    findings = result.findings
+    if args.statistics:
+        out.write(_output.format_statistics(findings, rules))
+    elif args.format == "json":
+        out.write(_output.format_json(findings))
+    elif args.format == "sarif":
+        out.write(
+            _output.format_sarif(
+                findings, result.errors, rules, root=config.root, version=__version__
+            )
+        )
+    elif args.format == "github":
+        out.write(_output.format_github(findings))
+    elif args.format == "concise":
+        out.write(_output.format_concise(findings))
+    else:
+        out.write(_output.format_text(findings))
+    for error in result.errors:
+        place = f"{error.filename}:{error.row}:{error.column}" if error.row else error.filename
+        print(f"{place}: error: {error.message}", file=err)
+    files = f"{result.files} file{'s' * (result.files != 1)}"
+    cached = f", {result.cached} from cache" if result.cached else ""
+    if findings:
+        noun = "finding" if len(findings) == 1 else "findings"
+        print(f"Found {len(findings)} {noun} ({files} checked{cached}).", file=err)
+    elif not result.errors:
+        print(f"All checks passed ({files} checked{cached}).", file=err)
+    if result.errors:
+        noun = "error" if len(result.errors) == 1 else "errors"
+        print(f"{len(result.errors)} {noun}: some files were not linted completely.", file=err)
+        return EXIT_ERROR
+    if findings and not args.exit_zero:
+        return EXIT_FINDINGS
+    return EXIT_CLEAN
+
+
+def lint_main(argv: Sequence[str] | None = None) -> int:
+    """Run ``interlace lint`` as a standalone command line (``argv`` excludes ``lint``)."""
+    parser = argparse.ArgumentParser(prog="interlace lint", description=_DESCRIPTION)
+    _add_arguments(parser)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code) if isinstance(exc.code, int) else EXIT_ERROR
+    try:
+        return run(args)
+    except KeyboardInterrupt:
+        print("interlace lint: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover - ``python -m interlace.linters.cli``
+    sys.exit(lint_main())

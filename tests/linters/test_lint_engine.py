@@ -1,0 +1,135 @@
+"""The per-file engine: parsing, the pre-filter, positions, noqa and fault isolation."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import libcst as cst
+import pytest
+
+from interlace.linters import FileError, LintContext, Related, Rule, lint_source
+from interlace.linters._engine import active_rules, noqa_codes
+from interlace.linters.rules.primitives import AvoidAsyncioPrimitiveInInit
+
+MODULE_LOCK = "import asyncio\nLOCK = asyncio.Lock(){comment}\n"
+
+
+class FlagEveryAwait(Rule):
+    """A test rule: flags each ``await`` with the enclosing call as related location."""
+
+    code = "IL901"
+    name = "flag-every-await"
+    summary = message = why = bad_example = good_example = suppress = "test"
+    TRIGGERS: ClassVar[tuple[str, ...]] = ("await",)
+
+    def visit_Await(self, node: cst.Await) -> None:
+        self.report(node, "await here", related=[Related(node.expression, "awaited call")])
+
+
+class RaiseOnName(Rule):
+    """A test rule that crashes on the first name it sees."""
+
+    code = "IL902"
+    name = "raise-on-name"
+    summary = message = why = bad_example = good_example = suppress = "test"
+    TRIGGERS: ClassVar[tuple[str, ...]] = ()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        raise ZeroDivisionError("boom")
+
+
+def test_finding_positions_are_one_based_with_related_locations() -> None:
+    source = "async def f():\n    x = await g()\n"
+    result = lint_source(source, [FlagEveryAwait])
+    assert [(f.row, f.column, f.end_row, f.end_column) for f in result.findings] == [(2, 9, 2, 18)]
+    related = result.findings[0].related[0]
+    assert (related.row, related.column, related.end_row, related.end_column) == (2, 15, 2, 18)
+    assert related.message == "awaited call"
+    assert result.findings[0].source_line == "    x = await g()"
+
+
+@pytest.mark.parametrize(
+    ("comment", "reported"),
+    [
+        ("", True),
+        ("  # noqa", False),
+        ("  # noqa: IL201", False),
+        ("  # NOQA:IL201", False),
+        ("  # noqa: IL2", False),
+        ("  # noqa: IL101, IL201", False),
+        ("  # noqa: IL101", True),
+        ("  # noqa: E501", True),
+    ],
+)
+def test_noqa_comment_on_the_reported_line_suppresses_matching_codes(
+    comment: str, reported: bool
+) -> None:
+    result = lint_source(MODULE_LOCK.format(comment=comment), [AvoidAsyncioPrimitiveInInit])
+    assert [f.code for f in result.findings] == (["IL201"] if reported else [])
+
+
+@pytest.mark.parametrize(
+    ("line", "codes"),
+    [
+        ("x = 1", None),
+        ("x = 1  # noqa", frozenset()),
+        ("x = 1  # noqa: IL101,IL201", frozenset({"IL101", "IL201"})),
+        ("x = 1  # noqa:il101 IL301", frozenset({"IL101", "IL301"})),
+    ],
+)
+def test_noqa_codes_parses_bare_and_listed_codes(line: str, codes: frozenset[str] | None) -> None:
+    assert noqa_codes(line) == codes
+
+
+def test_file_without_trigger_text_is_not_parsed() -> None:
+    result = lint_source("x = 1\n", [AvoidAsyncioPrimitiveInInit])
+    assert (result.parsed, result.findings, result.errors) == (False, (), ())
+
+
+def test_shared_class_names_are_extra_triggers() -> None:
+    rules = active_rules(b"class Pool: pass\n", [FlagEveryAwait], ["Pool"])
+    assert rules == [FlagEveryAwait]
+    assert active_rules(b"class Pool: pass\n", [FlagEveryAwait]) == []
+
+
+@pytest.mark.parametrize(
+    ("source", "row", "column"),
+    [
+        ("import asyncio\ndef f(:\n    pass\n", 2, 7),
+        ("x = (\n", 1, 5),
+    ],
+)
+def test_syntax_error_is_reported_with_its_line(source: str, row: int, column: int) -> None:
+    result = lint_source(source, [AvoidAsyncioPrimitiveInInit], filename="bad.py")
+    assert result.findings == ()
+    assert [(e.filename, e.row, e.kind) for e in result.errors] == [("bad.py", row, "syntax")]
+    assert result.errors[0].message.startswith("cannot parse: ")
+
+
+def test_syntax_error_in_a_file_no_rule_parses_is_still_reported() -> None:
+    result = lint_source("def f(:\n", [AvoidAsyncioPrimitiveInInit], filename="bad.py")
+    assert result.errors == (FileError("bad.py", 1, 7, "cannot parse: invalid syntax", "syntax"),)
+
+
+def test_a_crashing_rule_becomes_an_internal_error_and_other_rules_still_report() -> None:
+    source = "async def f():\n    await g()\n"
+    result = lint_source(source, [FlagEveryAwait, RaiseOnName], filename="x.py")
+    assert [f.code for f in result.findings] == ["IL901"]
+    assert [(e.kind, e.filename) for e in result.errors] == [("internal", "x.py")]
+    assert result.errors[0].message.startswith(
+        "internal error in rule IL902: ZeroDivisionError: boom."
+    )
+
+
+def test_bytes_source_with_coding_cookie_is_decoded() -> None:
+    source = "# -*- coding: latin-1 -*-\nimport asyncio\nL = asyncio.Lock()  # é\n"
+    result = lint_source(source.encode("latin-1"), [AvoidAsyncioPrimitiveInInit])
+    assert [f.source_line for f in result.findings] == ["L = asyncio.Lock()  # é"]
+
+
+def test_context_target_version_reaches_the_rule() -> None:
+    context = LintContext(target_version=(3, 9))
+    result = lint_source(
+        MODULE_LOCK.format(comment=""), [AvoidAsyncioPrimitiveInInit], context=context
+    )
+    assert "Before Python 3.10" in result.findings[0].message
