@@ -1,0 +1,212 @@
+"""IL101 eval: check-then-act across a suspension point in async code.
+
+Every expected finding carries a trailing ``# error: IL101`` on the line of the write.
+Negatives are named in a comment starting with ``# ok:``.
+"""
+
+import asyncio
+from enum import Enum
+
+
+class AgentState(Enum):
+    IDLE = "idle"
+    RUNNING = "running"
+
+
+IDLE = "idle"
+_clients = {}
+
+
+async def connect(url):
+    await asyncio.sleep(0)
+    return object()
+
+
+class BaseAgent:
+    def __init__(self):
+        self.state = AgentState.IDLE
+        self.memory = []
+        self._lock = asyncio.Lock()
+        self._client = None
+        self._cache = {}
+        self._inflight = 0
+        self.max_inflight = 4
+
+    # ok: seed 000 run() as reported: no suspension point between the check and the set.
+    async def run(self, request=None):
+        if self.state != AgentState.IDLE:
+            raise RuntimeError(f"Agent is not in the IDLE state (currently: {self.state})")
+        self.state = AgentState.RUNNING
+        try:
+            return await self.step(request)
+        finally:
+            self.state = AgentState.IDLE
+
+    # The real hazard: a suspension point between the idle check and the set.
+    async def run_after_setup(self, request=None):
+        if self.state != AgentState.IDLE:
+            raise RuntimeError("busy")
+        await self.load_tools()
+        self.state = AgentState.RUNNING  # error: IL101
+        return await self.step(request)
+
+    async def client(self):
+        if self._client is None:
+            self._client = await connect("https://api")  # error: IL101
+        return self._client
+
+    # ok: the lock is held across the check and the write.
+    async def client_locked(self):
+        async with self._lock:
+            if self._client is None:
+                self._client = await connect("https://api")
+        return self._client
+
+    # ok: double-checked with the re-check under the lock.
+    async def client_double_checked(self):
+        if self._client is None:
+            async with self._lock:
+                if self._client is None:
+                    self._client = await connect("https://api")
+        return self._client
+
+    # The double check without the re-check: `async with` itself suspends.
+    async def client_no_recheck(self):
+        if self._client is None:
+            async with self._lock:
+                self._client = await connect("https://api")  # error: IL101
+        return self._client
+
+    async def cached(self, key):
+        if key in self._cache:
+            return self._cache[key]
+        value = await self.fetch(key)
+        self._cache[key] = value  # error: IL101
+        return value
+
+    # ok: the cached value is re-checked after the await.
+    async def cached_rechecked(self, key):
+        if key in self._cache:
+            return self._cache[key]
+        value = await self.fetch(key)
+        if key in self._cache:
+            return self._cache[key]
+        self._cache[key] = value
+        return value
+
+    # ok: dict.setdefault is an atomic get-or-insert.
+    async def cached_setdefault(self, key):
+        value = await self.fetch(key)
+        return self._cache.setdefault(key, value)
+
+    async def cached_via_get(self, key):
+        entry = self._cache.get(key)
+        if entry is None:
+            entry = await self.fetch(key)
+            self._cache[key] = entry  # error: IL101
+        return entry
+
+    async def admit(self, job):
+        if self._inflight >= self.max_inflight:
+            return False
+        await self.reserve(job)
+        self._inflight += 1  # error: IL101
+        return True
+
+    # ok: the counter is incremented before the await.
+    async def admit_first(self, job):
+        if self._inflight >= self.max_inflight:
+            return False
+        self._inflight += 1
+        await self.reserve(job)
+        return True
+
+    # ok: the write (self.sent) does not depend on the check (self.closed).
+    async def send(self, message):
+        if self.closed:
+            return
+        await self.transport.write(message)
+        self.sent += 1
+
+    async def flush(self):
+        if self.memory:
+            await self.store.save(list(self.memory))
+            self.memory.clear()  # error: IL101
+
+    # ok: locals are not shared state.
+    async def build(self):
+        parts = []
+        if not parts:
+            parts.append(await self.fetch("head"))
+        return parts
+
+    # ok: acquire/release in try/finally covers both.
+    async def client_manual_lock(self):
+        await self._lock.acquire()
+        try:
+            if self._client is None:
+                self._client = await connect("https://api")
+        finally:
+            self._lock.release()
+        return self._client
+
+    async def step(self, request):
+        await asyncio.sleep(0)
+
+    async def load_tools(self):
+        await asyncio.sleep(0)
+
+    async def fetch(self, key):
+        await asyncio.sleep(0)
+        return key
+
+    async def reserve(self, job):
+        await asyncio.sleep(0)
+
+
+class WorkflowExecutor:
+    def __init__(self, max_concurrent):
+        self.max_concurrent = max_concurrent
+        self._semaphore = None
+
+    # ok: seed 002's lazy _ensure_semaphore: no suspension point inside.
+    async def _ensure_semaphore(self):
+        if self._semaphore is None:
+            self._semaphore = asyncio.Semaphore(self.max_concurrent)
+        return self._semaphore
+
+
+async def shared_client(url):
+    if url not in _clients:
+        _clients[url] = await connect(url)  # error: IL101
+    return _clients[url]
+
+
+# ok: the check sits in the loop that waits, so it is re-evaluated after every await.
+async def wait_until_idle(agent):
+    while agent.state != IDLE:
+        await asyncio.sleep(0.1)
+    agent.state = "claimed"
+
+
+async def drain(agent):
+    while agent.pending:
+        item = agent.pending[0]
+        await agent.handle(item)
+        agent.pending.pop(0)  # error: IL101
+
+
+# ok: nothing suspends in this synchronous helper.
+def reset(agent):
+    if agent.state != IDLE:
+        agent.state = IDLE
+
+
+# ok: the check happens in a nested function that does not await.
+async def outer(agent):
+    def inner():
+        if agent.task is None:
+            agent.task = object()
+
+    await asyncio.sleep(0)
+    inner()

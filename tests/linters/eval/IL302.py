@@ -1,0 +1,141 @@
+"""IL302 eval: pending tasks of asyncio.wait(FIRST_COMPLETED) not cancelled on every path.
+
+Every expected finding carries a trailing ``# error: IL302`` on the line of the wait call.
+Negatives are named in a comment starting with ``# ok:``.
+"""
+
+import asyncio
+import asyncio as aio
+from asyncio import FIRST_COMPLETED
+from asyncio import FIRST_COMPLETED as FIRST
+from asyncio import wait
+
+
+class BaseAgent:
+    def __init__(self):
+        self.output_queue = asyncio.Queue()
+        self.task_done = asyncio.Event()
+
+    # Seed 000's stream(): the queue.get() task leaks and later swallows an item.
+    async def stream(self):
+        while not (self.task_done.is_set() or self.output_queue.empty()):
+            queue_task = asyncio.create_task(self.output_queue.get())
+            task_done_task = asyncio.create_task(self.task_done.wait())
+            done, pending = await asyncio.wait(  # error: IL302
+                [queue_task, task_done_task], return_when=asyncio.FIRST_COMPLETED
+            )
+            if queue_task in done:
+                yield queue_task.result()
+
+    # ok: the pending tasks are cancelled in `finally` on every path.
+    async def stream_fixed(self):
+        while not (self.task_done.is_set() and self.output_queue.empty()):
+            queue_task = asyncio.create_task(self.output_queue.get())
+            task_done_task = asyncio.create_task(self.task_done.wait())
+            try:
+                done, pending = await asyncio.wait(
+                    [queue_task, task_done_task], return_when=asyncio.FIRST_COMPLETED
+                )
+            finally:
+                for task in (queue_task, task_done_task):
+                    task.cancel()
+            if queue_task in done:
+                yield queue_task.result()
+
+    # ok: a cancel loop right after the wait, before any exit.
+    async def next_item(self):
+        get = asyncio.create_task(self.output_queue.get())
+        stop = asyncio.create_task(self.task_done.wait())
+        done, pending = await asyncio.wait({get, stop}, return_when=FIRST_COMPLETED)
+        for task in pending:
+            task.cancel()
+        if get in done:
+            return get.result()
+        return None
+
+    async def next_item_early_return(self):
+        get = asyncio.create_task(self.output_queue.get())
+        stop = asyncio.create_task(self.task_done.wait())
+        done, pending = await wait({get, stop}, return_when=FIRST)  # error: IL302
+        if stop in done:
+            return None
+        for task in pending:
+            task.cancel()
+        return get.result()
+
+    # ok: a same-file helper cancels its argument.
+    async def next_item_helper(self):
+        get = asyncio.create_task(self.output_queue.get())
+        stop = asyncio.create_task(self.task_done.wait())
+        done, pending = await aio.wait({get, stop}, return_when=aio.FIRST_COMPLETED)
+        _cancel_all(pending)
+        return get.result() if get in done else None
+
+    async def race_discarding_pending(self, a, b):
+        done, _ = await aio.wait({a, b}, return_when=aio.FIRST_COMPLETED)  # error: IL302
+        return done.pop().result()
+
+    # ok: ALL_COMPLETED (the default) leaves nothing pending.
+    async def all_of(self, a, b):
+        done, pending = await asyncio.wait({a, b})
+        return done
+
+    # ok: a draining loop waits on the pending set again until it is empty.
+    async def as_they_finish(self, tasks):
+        pending = set(tasks)
+        while pending:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                print(task.result())
+
+    # ok: the pending set is returned to the caller, who owns it now.
+    async def first_of(self, tasks):
+        done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        return done, pending
+
+    # ok: a list comprehension cancels the pending tasks.
+    async def first_result(self, tasks):
+        done, pending = await asyncio.wait(tasks, return_when="FIRST_COMPLETED")
+        [task.cancel() for task in pending]
+        return next(iter(done)).result()
+
+    async def cancel_on_one_branch(self, a, b):
+        done, pending = await asyncio.wait(  # error: IL302
+            {a, b}, return_when=asyncio.FIRST_COMPLETED
+        )
+        if a in done:
+            for task in pending:
+                task.cancel()
+        return done
+
+    async def raise_before_cancel(self, a, b):
+        done, pending = await asyncio.wait({a, b}, return_when=asyncio.FIRST_COMPLETED)  # error: IL302
+        for task in done:
+            if task.exception() is not None:
+                raise task.exception()
+        for task in pending:
+            task.cancel()
+
+    # ok: cancelled with a timeout handler too, all inside one try/finally.
+    async def with_timeout(self, a, b):
+        try:
+            done, pending = await asyncio.wait(
+                {a, b}, timeout=5, return_when=asyncio.FIRST_COMPLETED
+            )
+            if not done:
+                raise TimeoutError("nothing finished")
+            return done.pop().result()
+        finally:
+            a.cancel()
+            b.cancel()
+
+
+def _cancel_all(tasks):
+    for task in tasks:
+        task.cancel()
+
+
+# ok: `wait` here is not asyncio.wait.
+async def not_asyncio(cond):
+    async with cond:
+        await cond.wait()
