@@ -106,12 +106,17 @@ def rule_help(rule: type[Rule]) -> str:
 def rule_markdown(rule: type[Rule]) -> str:
     """The Markdown help of a rule (SARIF ``help.markdown`` and docs/rules.md)."""
     return (
-        f"{rule.summary[0].upper()}{rule.summary[1:]}.\n\n"
+        f"{_sentence(rule.summary)}\n\n"
         f"**Why it matters.** {rule.why}\n\n"
         f"**Flagged:**\n\n```python\n{rule.bad_example.rstrip()}\n```\n\n"
         f"**Instead:**\n\n```python\n{rule.good_example.rstrip()}\n```\n\n"
         f"**When to suppress.** {rule.suppress}\n"
     )
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    return text if text.endswith(".") else text + "."
 
 
 def _indent(code: str) -> str:

@@ -179,16 +179,17 @@ def _resolve_config(args: argparse.Namespace) -> Any:
         config = load_config(find_config(Path.cwd()))
     where = "from the command line"
     changes: dict[str, object] = {}
+    extend = check_selectors(args.extend_select, key="--extend-select", where=where)
+    ignore = check_selectors(args.ignore, key="--ignore", where=where)
     if args.select is not None:
+        # As in ruff, a --select starts a new selection: the file's select, extend-select and
+        # ignore no longer apply, only the command line's.
         changes["select"] = check_selectors(args.select, key="--select", where=where)
-    if args.extend_select:
-        changes["extend_select"] = config.extend_select + check_selectors(
-            args.extend_select, key="--extend-select", where=where
-        )
-    if args.ignore:
-        changes["ignore"] = config.ignore + check_selectors(
-            args.ignore, key="--ignore", where=where
-        )
+        changes["extend_select"] = extend
+        changes["ignore"] = ignore
+    else:
+        changes["extend_select"] = config.extend_select + extend
+        changes["ignore"] = config.ignore + ignore
     if args.per_file_ignores:
         changes["per_file_ignores"] = config.per_file_ignores + _per_file(args.per_file_ignores)
     if args.extend_exclude:

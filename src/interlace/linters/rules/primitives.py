@@ -61,9 +61,9 @@ class AvoidAsyncioPrimitiveInInit(Rule):
     code = "IL201"
     name = "asyncio-primitive-in-init"
     summary = (
-        "an asyncio Lock/Event/Condition/Semaphore/BoundedSemaphore/Queue/Barrier created in "
+        "An asyncio Lock/Event/Condition/Semaphore/BoundedSemaphore/Queue/Barrier is created in "
         "`__init__`, `__post_init__`, a dataclass `default_factory`, a class body or at module "
-        "level"
+        "level, outside the event loop that will use it."
     )
     message = "{primitive} is created {place}, outside any running event loop. {hazard}. {instead}."
     why = (

@@ -1,0 +1,190 @@
+"""``interlace lint``: exit codes, streams, flags and configuration errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from interlace.linters.cli import lint_main
+from interlace.linters.rules import all_rules
+
+PRIMITIVE = "import asyncio\nLOCK = asyncio.Lock()\n"
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty project directory with a pyproject.toml, as the working directory."""
+    (tmp_path / "pyproject.toml").write_text("[tool.interlace.lint]\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def put(root: Path, name: str, text: str) -> None:
+    path = root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def test_clean_tree_exits_0_with_summary_on_stderr(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    put(project, "a.py", "x = 1\n")
+    assert lint_main(["--no-cache"]) == 0
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", "All checks passed (1 file checked).\n")
+
+
+def test_findings_exit_1_on_stdout(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    put(project, "a.py", PRIMITIVE)
+    assert lint_main(["--no-cache", "--format", "concise"]) == 1
+    out, err = capsys.readouterr()
+    assert out.startswith("a.py:2:8: IL201 `asyncio.Lock` is created at module level")
+    assert err == "Found 1 finding (1 file checked).\n"
+
+
+def test_exit_zero_turns_findings_into_success(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    put(project, "a.py", PRIMITIVE)
+    assert lint_main(["--no-cache", "--exit-zero"]) == 0
+
+
+def test_parse_error_exits_2_and_other_files_are_still_linted(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    put(project, "a.py", PRIMITIVE)
+    put(project, "b.py", "import asyncio\ndef f(:\n")
+    assert lint_main(["--no-cache", "--format", "json"]) == 2
+    out, err = capsys.readouterr()
+    assert [item["code"] for item in json.loads(out)] == ["IL201"]
+    assert err.splitlines() == [
+        "b.py:2:7: error: cannot parse: invalid syntax",
+        "Found 1 finding (2 files checked).",
+        "1 error: some files were not linted completely.",
+    ]
+
+
+def test_missing_path_exits_2(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert lint_main(["--no-cache", "nope.py"]) == 2
+    assert capsys.readouterr().err.splitlines()[0] == "nope.py: error: no such file or directory"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--select", "E501"],
+            "interlace lint: error: unknown rule selector 'E501' in --select from the command "
+            "line: expected a prefix of one of {codes} (for example 'IL', 'IL1' or 'IL201')\n",
+        ),
+        (
+            ["--target-version", "311"],
+            "interlace lint: error: invalid target-version '311' from --target-version: expected "
+            "'py3X' for Python 3.7 or newer, e.g. target-version = \"py311\"\n",
+        ),
+        (
+            ["--per-file-ignores", "tests"],
+            "interlace lint: error: invalid --per-file-ignores value 'tests': expected "
+            "GLOB:CODES, e.g. --per-file-ignores 'tests/**:IL201,IL101'\n",
+        ),
+        (
+            ["--config", "missing.toml"],
+            "interlace lint: error: --config 'missing.toml' does not exist or is not a file; "
+            "pass the path of a pyproject.toml with a [tool.interlace.lint] table\n",
+        ),
+        (
+            ["--explain", "IL999"],
+            "interlace lint: error: unknown rule code 'IL999' for --explain; known codes: "
+            "{codes}\n",
+        ),
+    ],
+)
+def test_usage_errors_exit_2_with_a_message(
+    project: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    codes = ", ".join(r.code for r in all_rules())
+    assert lint_main(argv) == 2
+    assert capsys.readouterr().err == message.replace("{codes}", codes)
+
+
+def test_bad_jobs_value_is_an_argparse_usage_error(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert lint_main(["--jobs", "0"]) == 2
+    assert "invalid --jobs value '0': expected a whole number of processes >= 1" in (
+        capsys.readouterr().err
+    )
+
+
+def test_bad_config_file_exits_2_naming_the_file(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    put(project, "pyproject.toml", '[tool.interlace.lint]\nselect = "IL"\n')
+    assert lint_main(["--no-cache"]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"interlace lint: error: invalid value for 'select' in {project / 'pyproject.toml'} "
+        "[tool.interlace.lint]: 'IL'; expected a list of rule code prefixes, e.g. "
+        'select = ["IL1", "IL201"]\n'
+    )
+
+
+def test_config_is_found_from_a_subdirectory_and_flags_win(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    put(project, "pyproject.toml", '[tool.interlace.lint]\nignore = ["IL201"]\n')
+    put(project, "pkg/a.py", PRIMITIVE)
+    monkeypatch.chdir(project / "pkg")
+    assert lint_main(["--no-cache", "a.py"]) == 0
+    assert lint_main(["--no-cache", "--select", "IL201", "a.py"]) == 1
+
+
+def test_per_file_ignores_flag(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    put(project, "tests/a.py", PRIMITIVE)
+    assert lint_main(["--no-cache", "--per-file-ignores", "tests/**:IL201"]) == 0
+
+
+def test_exclude_from_config_and_force_exclude(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    put(project, "pyproject.toml", '[tool.interlace.lint]\nextend-exclude = ["gen/**"]\n')
+    put(project, "gen/a.py", PRIMITIVE)
+    assert lint_main(["--no-cache"]) == 0
+    assert lint_main(["--no-cache", "gen/a.py"]) == 1
+    assert lint_main(["--no-cache", "--force-exclude", "gen/a.py"]) == 0
+
+
+def test_explain_prints_every_documentation_section(capsys: pytest.CaptureFixture[str]) -> None:
+    assert lint_main(["--explain", "il201"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("IL201 asyncio-primitive-in-init: ")
+    for heading in ("\n\nWhy: ", "\n\nBad:\n    import asyncio", "\nGood:\n", "\nWhen to suppress: "):
+        assert heading in out
+
+
+def test_statistics_prints_counts(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    put(project, "a.py", PRIMITIVE * 2)
+    assert lint_main(["--no-cache", "--statistics"]) == 1
+    assert capsys.readouterr().out == "    2\tIL201\tasyncio-primitive-in-init\n"
+
+
+def test_github_format_prints_annotations(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    put(project, "a.py", PRIMITIVE)
+    assert lint_main(["--no-cache", "--format", "github"]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("::error file=a.py,line=2,col=8,endLine=2,endColumn=22,title=IL201::")
+
+
+def test_warm_run_reports_the_cache_in_the_summary(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    put(project, "a.py", PRIMITIVE)
+    assert lint_main([]) == 1
+    assert lint_main([]) == 1
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "Found 1 finding (1 file checked, 1 from cache)."
+    )
