@@ -33,10 +33,10 @@ def test_every_code_of_the_design_is_registered() -> None:
 def test_rule_is_documented(rule: type[Rule]) -> None:
     assert re.fullmatch(r"IL[0-9]{3}", rule.code)
     assert re.fullmatch(r"[a-z]+(-[a-z]+)+", rule.name)
-    for name in DOC_FIELDS:
-        value = getattr(rule, name)
-        assert isinstance(value, str) and value.strip(), f"{rule.code}.{name} is empty"
-    assert rule.VALID and rule.INVALID
+    empty = [name for name in DOC_FIELDS if not str(getattr(rule, name, "")).strip()]
+    assert empty == []
+    assert len(rule.VALID) >= 1
+    assert len(rule.INVALID) >= 1
     assert MESSAGES[rule.code] == rule.message
 
 

@@ -34,7 +34,8 @@ def render_rules_markdown() -> str:
         f"| [{r.code}](#{r.code.lower()}-{r.name}) | `{r.name}` | {r.summary} |\n" for r in rules
     )
     sections = "".join(
-        f"\n## {r.code} {r.name}\n\nMessage template: {r.message}\n\n{rule_markdown(r)}" for r in rules
+        f"\n## {r.code} {r.name}\n\nMessage template: {r.message}\n\n{rule_markdown(r)}"
+        for r in rules
     )
     return _HEADER + table + sections
 
