@@ -1,0 +1,364 @@
+"""IL101 and IL102: the rule classes' examples and the hard cases of the shared flow analysis."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import pytest
+
+from interlace.linters._rule import LintContext, Report, Rule
+from interlace.linters.rules.check_then_act import (
+    FlagCheckThenActAcrossAwait,
+    FlagUnlockedCheckThenAct,
+)
+
+RULES: tuple[type[Rule], ...] = (FlagCheckThenActAcrossAwait, FlagUnlockedCheckThenAct)
+
+
+def lint(rule: type[Rule], source: str, context: LintContext | None = None) -> list[Report]:
+    """Run one rule over ``source`` in a batched traversal and return its reports."""
+    instance = rule(context or LintContext())
+    cst.visit_batched(cst.parse_module(textwrap.dedent(source)), [instance])
+    return instance.reports
+
+
+def code(node: cst.CSTNode) -> str:
+    return cst.Module(body=()).code_for_node(node)
+
+
+def reported(rule: type[Rule], source: str, context: LintContext | None = None) -> list[str]:
+    """Return the source of each reported node."""
+    return [code(r.node) for r in lint(rule, source, context)]
+
+
+@pytest.mark.parametrize(
+    ("rule", "sample"),
+    [(rule, sample) for rule in RULES for sample in rule.VALID],
+)
+def test_valid_example_is_not_reported(rule: type[Rule], sample: str) -> None:
+    assert lint(rule, sample) == []
+
+
+@pytest.mark.parametrize(
+    ("rule", "sample"),
+    [(rule, sample) for rule in RULES for sample in rule.INVALID],
+)
+def test_invalid_example_is_reported(rule: type[Rule], sample: str) -> None:
+    assert len(lint(rule, sample)) >= 1
+
+
+def test_il101_reports_the_write_with_the_check_and_suspension_as_related() -> None:
+    (found,) = lint(
+        FlagCheckThenActAcrossAwait,
+        """
+        class A:
+            async def get(self):
+                if self._c is None:
+                    self._c = await connect()
+        """,
+    )
+    assert code(found.node) == "self._c"
+    assert [(code(r.node), r.message) for r in found.related] == [
+        ("self._c", "`self._c` is checked here"),
+        ("await connect()", "the task can be suspended here"),
+    ]
+    assert found.message.startswith("`self._c` is written after a suspension point")
+
+
+def test_il101_message_has_the_three_part_shape() -> None:
+    message = FlagCheckThenActAcrossAwait.message.format(state="self.x")
+    assert message.count(". ") >= 2
+    assert message.endswith(".")
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param(
+            """
+            class A:
+                async def f(self):
+                    if self._c is None:
+                        await self.prepare()
+                        return
+                    self._c = 1
+            """,
+            id="suspension-only-on-the-exiting-branch",
+        ),
+        pytest.param(
+            """
+            class A:
+                async def f(self):
+                    if self.state != 'idle':
+                        raise RuntimeError
+                    self.state = 'running'
+                    await self.work()
+                    self.state = 'idle'
+            """,
+            id="later-write-depends-on-own-write",
+        ),
+        pytest.param(
+            """
+            class A:
+                async def f(self):
+                    if self.x is None:
+                        log('missing')
+                    await self.work()
+                    self.x = 1
+            """,
+            id="write-after-a-non-exiting-if",
+        ),
+        pytest.param(
+            """
+            class A:
+                async def f(self):
+                    while not self.ready:
+                        await self.event.wait()
+                    self.ready = False
+            """,
+            id="while-test-re-evaluated-after-each-await",
+        ),
+        pytest.param(
+            """
+            class A:
+                async def f(self, k):
+                    for key in self.keys:
+                        if key in self._d:
+                            continue
+                        self._d[key] = 1
+                        await self.flush()
+            """,
+            id="check-inside-the-loop-is-fresh-each-iteration",
+        ),
+        pytest.param(
+            """
+            class A:
+                async def f(self):
+                    with self._mutex:
+                        if self._c is None:
+                            self._c = make()
+                    await self.x()
+            """,
+            id="sync-lock",
+        ),
+        pytest.param(
+            """
+            class A:
+                async def f(self):
+                    if self._c is None:
+                        async def make():
+                            await g()
+                        self._c = make
+            """,
+            id="await-in-a-nested-function",
+        ),
+    ],
+)
+def test_il101_stays_silent_on(source: str) -> None:
+    assert lint(FlagCheckThenActAcrossAwait, source) == []
+
+
+@pytest.mark.parametrize(
+    ("source", "write"),
+    [
+        pytest.param(
+            """
+            class A:
+                async def f(self):
+                    if self._task is None:
+                        for _ in range(3):
+                            self._task = 1
+                            await g()
+            """,
+            "self._task",
+            id="second-loop-iteration-after-the-await",
+        ),
+        pytest.param(
+            """
+            class A:
+                async def f(self):
+                    if self._ready:
+                        async for chunk in self.stream():
+                            pass
+                        self._ready = False
+            """,
+            "self._ready",
+            id="async-for",
+        ),
+        pytest.param(
+            """
+            class A:
+                async def f(self, k):
+                    async with self._lock:
+                        if k in self._d:
+                            return self._d[k]
+                    v = await make()
+                    self._d[k] = v
+            """,
+            "self._d[k]",
+            id="check-under-lock-write-after-release",
+        ),
+        pytest.param(
+            """
+            class A:
+                async def f(self, k):
+                    async with self._lock:
+                        if k in self._d:
+                            return
+                    v = await make()
+                    async with self._lock:
+                        self._d[k] = v
+            """,
+            "self._d[k]",
+            id="lock-released-and-reacquired",
+        ),
+        pytest.param(
+            """
+            async def f(ctx):
+                if (v := ctx.cache.get('k')) is None:
+                    v = await make()
+                    ctx.cache['k'] = v
+            """,
+            "ctx.cache['k']",
+            id="walrus-on-a-parameter",
+        ),
+        pytest.param(
+            """
+            class A:
+                async def f(self):
+                    if self.queue:
+                        try:
+                            await self.send()
+                        except OSError:
+                            self.queue.clear()
+            """,
+            "self.queue.clear()",
+            id="write-in-handler-after-suspending-body",
+        ),
+    ],
+)
+def test_il101_reports(source: str, write: str) -> None:
+    assert reported(FlagCheckThenActAcrossAwait, source) == [write]
+
+
+def test_il101_reports_one_finding_per_check() -> None:
+    source = """
+        class A:
+            async def f(self):
+                if self.x is None:
+                    await g()
+                    self.x = 1
+                    self.x = 2
+        """
+    assert reported(FlagCheckThenActAcrossAwait, source) == ["self.x"]
+
+
+def test_il102_uses_shared_classes_from_configuration() -> None:
+    source = """
+        class Registry:
+            def get(self, k):
+                if k not in self._d:
+                    self._d[k] = []
+                return self._d[k]
+        """
+    assert lint(FlagUnlockedCheckThenAct, source) == []
+    context = LintContext(shared_classes=frozenset({"Registry"}))
+    (found,) = lint(FlagUnlockedCheckThenAct, source, context)
+    assert "the class `Registry` is listed in `shared-classes`" in found.message
+
+
+def test_il102_names_the_evidence_as_a_related_location() -> None:
+    (found,) = lint(
+        FlagUnlockedCheckThenAct,
+        """
+        import threading as th
+
+        class Service:
+            def __init__(self):
+                self._lock = th.RLock()
+
+            def history(self, plan_id):
+                if plan_id not in self._histories:
+                    self._histories[plan_id] = []
+                return self._histories[plan_id]
+        """,
+    )
+    assert code(found.node) == "self._histories[plan_id]"
+    assert "(the class uses `threading.RLock()`)" in found.message
+    assert [r.message for r in found.related] == [
+        "`self._histories` is checked here",
+        "threading.RLock() here: shared with threads",
+    ]
+
+
+@pytest.mark.parametrize(
+    "evidence",
+    [
+        "self._t = threading.Thread(target=self.run)",
+        "self._pool.submit(self.run)",
+        "loop.run_in_executor(None, self.run)",
+        "asyncio.to_thread(self.run)",
+    ],
+)
+def test_il102_recognizes_thread_evidence(evidence: str) -> None:
+    source = f"""
+        import asyncio
+        import threading
+
+        class S:
+            def start(self, loop):
+                {evidence}
+
+            def get(self, k):
+                if k not in self._d:
+                    self._d[k] = []
+        """
+    assert reported(FlagUnlockedCheckThenAct, source) == ["self._d[k]"]
+
+
+def test_il102_class_evidence_does_not_spread_to_other_classes() -> None:
+    source = """
+        import threading
+
+        class Locked:
+            def __init__(self):
+                self._lock = threading.Lock()
+
+        class Plain:
+            def get(self, k):
+                if k not in self._d:
+                    self._d[k] = []
+        """
+    assert lint(FlagUnlockedCheckThenAct, source) == []
+
+
+def test_il102_skips_init() -> None:
+    source = """
+        import threading
+
+        class S:
+            def __init__(self, d):
+                self._lock = threading.Lock()
+                if d is None:
+                    self._d = {}
+        """
+    assert lint(FlagUnlockedCheckThenAct, source) == []
+
+
+@pytest.mark.parametrize("rule", RULES)
+@pytest.mark.parametrize(
+    "source",
+    [
+        "async def f():\n    match await g():\n        case {'a': 1}:\n            return\n",
+        "async def f(self):\n    while True:\n        if self.x: break\n    self.x = 1\n",
+        "async def f(self):\n    try:\n        pass\n    except* ValueError:\n        self.x = 1\n",
+        "def f(self):\n    global x\n    del x, self.y[0], (a, b)\n",
+        "async def f(self):\n    if x := self.a: self.a = await x\n    else: pass\n",
+        "lambda: (yield)\n",
+        "async def f(self):\n    [x async for x in self.y if await x]\n    self.y.append(1)\n",
+        "class C:\n    def f(cls):\n        with a as (b, c), d: pass\n",
+    ],
+)
+def test_rules_do_not_raise_on_odd_code(rule: type[Rule], source: str) -> None:
+    lint(rule, source)
