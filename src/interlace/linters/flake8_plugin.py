@@ -1,0 +1,83 @@
+"""The flake8 adapter: ``flake8 --select IL`` runs interlace's rules through the same engine.
+
+Registered as the ``flake8.extension`` entry point ``IL``. flake8 applies its own
+``--select``/``--ignore``/``# noqa`` to the codes; files that do not parse are flake8's E999.
+A rule that crashes is reported as ``IL000`` on line 1 instead of aborting flake8.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+from collections.abc import Iterator, Sequence
+from typing import Any, ClassVar
+
+from interlace.errors import ConfigError
+from interlace.linters._config import parse_target_version
+from interlace.linters._engine import lint_source
+from interlace.linters._rule import LintContext
+from interlace.linters.rules import all_rules
+
+__all__ = ("Flake8Plugin",)
+
+
+class Flake8Plugin:
+    """flake8 plugin: yields ``(row, col, "ILxxx message", type)`` for each finding."""
+
+    name = "interlace"
+    version: ClassVar[str] = "0"
+    target_version: ClassVar[tuple[int, int]] = (3, 11)
+    shared_classes: ClassVar[frozenset[str]] = frozenset()
+
+    def __init__(self, tree: ast.AST, filename: str, lines: Sequence[str]) -> None:
+        self.filename = filename
+        self.lines = lines
+
+    @classmethod
+    def add_options(cls, option_manager: Any) -> None:
+        """Register ``--interlace-target-version`` and ``--interlace-shared-classes``."""
+        option_manager.add_option(
+            "--interlace-target-version",
+            default="py311",
+            parse_from_config=True,
+            help="oldest Python the code supports, e.g. py311 (interlace IL201)",
+        )
+        option_manager.add_option(
+            "--interlace-shared-classes",
+            default="",
+            parse_from_config=True,
+            comma_separated_list=True,
+            help="class names shared between threads (interlace IL102)",
+        )
+
+    @classmethod
+    def parse_options(cls, options: argparse.Namespace) -> None:
+        """Read the options registered by :meth:`add_options`."""
+        from interlace import __version__
+
+        cls.version = __version__
+        try:
+            cls.target_version = parse_target_version(
+                options.interlace_target_version, where="from --interlace-target-version"
+            )
+        except ConfigError as exc:  # flake8 would print our traceback
+            print(f"flake8 (interlace): error: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
+        cls.shared_classes = frozenset(n for n in options.interlace_shared_classes if n)
+
+    def run(self) -> Iterator[tuple[int, int, str, type[Flake8Plugin]]]:
+        """Lint the file and yield flake8 results (columns are 0-based in flake8)."""
+        context = LintContext(
+            path=self.filename,
+            target_version=self.target_version,
+            shared_classes=self.shared_classes,
+        )
+        result = lint_source(
+            "".join(self.lines), all_rules(), filename=self.filename, context=context
+        )
+        for finding in result.findings:
+            yield finding.row, finding.column - 1, f"{finding.code} {finding.message}", type(self)
+        for error in result.errors:
+            if error.kind == "internal":
+                yield error.row, error.column - 1, f"IL000 {error.message}", type(self)

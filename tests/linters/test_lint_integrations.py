@@ -1,0 +1,66 @@
+"""Integrations: the flake8 plugin and the pre-commit hook definition."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from interlace.linters import lint_source
+from interlace.linters.flake8_plugin import Flake8Plugin
+from interlace.linters.rules import all_rules
+
+ROOT = Path(__file__).parents[2]
+SOURCE = "import asyncio\nLOCK = asyncio.Lock()\nOK = asyncio.Event()  # noqa: IL201\n"
+
+
+def expected_lines(filename: str) -> list[str]:
+    result = lint_source(SOURCE, all_rules(), filename=filename)
+    return [f"{filename}:{f.row}:{f.column}: {f.code} {f.message}" for f in result.findings]
+
+
+def test_plugin_yields_the_engine_findings_with_zero_based_columns() -> None:
+    lines = SOURCE.splitlines(keepends=True)
+    plugin = Flake8Plugin(ast.parse(SOURCE), "a.py", lines)
+    [(row, col, text, kind)] = list(plugin.run())
+    assert (row, col, kind) == (2, 7, Flake8Plugin)
+    assert text.startswith("IL201 `asyncio.Lock` is created at module level")
+
+
+def flake8(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "a.py").write_text(SOURCE, encoding="utf-8")
+    return subprocess.run(
+        [sys.executable, "-m", "flake8", "--isolated", "--select", "IL", *args, "a.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_flake8_runs_the_plugin_through_its_entry_point(tmp_path: Path) -> None:
+    pytest.importorskip("flake8")
+    proc = flake8(tmp_path)
+    assert (proc.returncode, proc.stdout.splitlines()) == (1, expected_lines("a.py"))
+
+
+def test_flake8_bad_target_version_is_a_message_not_a_traceback(tmp_path: Path) -> None:
+    pytest.importorskip("flake8")
+    proc = flake8(tmp_path, "--interlace-target-version", "39")
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        "flake8 (interlace): error: invalid target-version '39' from "
+        "--interlace-target-version: expected 'py3X' for Python 3.7 or newer, e.g. "
+        'target-version = "py311"\n'
+    )
+
+
+def test_pre_commit_hook_runs_interlace_lint_with_force_exclude() -> None:
+    text = (ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8")
+    assert "- id: interlace-lint\n" in text
+    assert "  entry: interlace lint --force-exclude\n" in text
+    assert "  language: python\n" in text
