@@ -68,8 +68,13 @@ def _cost(result: RunResult) -> tuple[int, int, int]:
     return (len(result.decisions), sum(d.choice for d in result.decisions), result.steps)
 
 
-def shrink(backend: Backend, found: RunResult, *, max_runs: int = _SHRINK_RUNS,
-           max_seconds: float = _SHRINK_SECONDS) -> tuple[RunResult, int]:
+def shrink(
+    backend: Backend,
+    found: RunResult,
+    *,
+    max_runs: int = _SHRINK_RUNS,
+    max_seconds: float = _SHRINK_SECONDS,
+) -> tuple[RunResult, int]:
     """Shrink a failing run to the fewest deviations from stock order, then the fewest steps.
 
     Returns the best run (failing the same way as ``found``) and the number of runs spent.
@@ -130,8 +135,14 @@ def shrink(backend: Backend, found: RunResult, *, max_runs: int = _SHRINK_RUNS,
     return best, runs
 
 
-def make_failure(backend: Backend, best: RunResult, shrunk_from: int, hints: ReplayHints,
-                 *, recorded: RunResult | None = None) -> Failure:
+def make_failure(
+    backend: Backend,
+    best: RunResult,
+    shrunk_from: int,
+    hints: ReplayHints,
+    *,
+    recorded: RunResult | None = None,
+) -> Failure:
     """Record the schedule once more, step by step, and build the public ``Failure``."""
     token = encode_token(backend.settings, best.decisions)
     if recorded is None:
@@ -169,8 +180,9 @@ def replay_lines(token: str, hints: ReplayHints) -> list[str]:
     return lines
 
 
-def _exception_note(label: str, token: str, hints: ReplayHints, steps: int,
-                    shrunk_from: int) -> str:
+def _exception_note(
+    label: str, token: str, hints: ReplayHints, steps: int, shrunk_from: int
+) -> str:
     lines = [f"interlace: failing schedule ({steps} steps, shrunk from {shrunk_from}), {label}."]
     lines.append("Replay it with:")
     lines.extend("    " + line for line in replay_lines(token, hints))
@@ -180,8 +192,14 @@ def _exception_note(label: str, token: str, hints: ReplayHints, steps: int,
 _KIND_TITLES = {"exception": "Exception", "deadlock": "Deadlock", "hang": "Hang"}
 
 
-def format_report(recorded: RunResult, best: RunResult, shrunk_from: int, label: str,
-                  token: str, hints: ReplayHints) -> str:
+def format_report(
+    recorded: RunResult,
+    best: RunResult,
+    shrunk_from: int,
+    label: str,
+    token: str,
+    hints: ReplayHints,
+) -> str:
     """The human report: the numbered schedule, what failed, the label, how to replay."""
     steps = best.steps
     lines = [f"Failing schedule ({steps} steps, shrunk from {shrunk_from}):"]
@@ -202,9 +220,11 @@ def format_report(recorded: RunResult, best: RunResult, shrunk_from: int, label:
     lines.append("")
     if kind == "exception" and recorded.exception is not None:
         exc = recorded.exception
-        lines.append(f"{_KIND_TITLES[kind]}: {type(exc).__module__}.{type(exc).__qualname__}: {exc}"
-                     if type(exc).__module__ != "builtins"
-                     else f"{_KIND_TITLES[kind]}: {type(exc).__name__}: {exc}")
+        lines.append(
+            f"{_KIND_TITLES[kind]}: {type(exc).__module__}.{type(exc).__qualname__}: {exc}"
+            if type(exc).__module__ != "builtins"
+            else f"{_KIND_TITLES[kind]}: {type(exc).__name__}: {exc}"
+        )
     else:
         lines.append(f"{_KIND_TITLES[kind]}:")
     detail = recorded.detail or best.detail

@@ -11,6 +11,7 @@ Invariant: a chooser is used for exactly one run, and it is deterministic given 
 
 from __future__ import annotations
 
+import collections
 import math
 import random
 from collections.abc import Sequence
@@ -95,13 +96,13 @@ class ReplayChooser(Chooser):
                     f"{decision.choice}"
                 )
             return 0
-        if decision.choice < len(actors) and actors[decision.choice] != decision.actor:
-            if self.strict and self.divergence is None:
-                self.divergence = (
-                    f"step {step} expected to run actor #{decision.actor} but option "
-                    f"{decision.choice} is actor #{actors[decision.choice]}"
-                )
-                return 0
+        mismatch = decision.choice < len(actors) and actors[decision.choice] != decision.actor
+        if mismatch and self.strict and self.divergence is None:
+            self.divergence = (
+                f"step {step} expected to run actor #{decision.actor} but option "
+                f"{decision.choice} is actor #{actors[decision.choice]}"
+            )
+            return 0
         return decision.choice
 
     def choose_timer(self, step: int, count: int) -> int:
@@ -210,6 +211,11 @@ class _DFSChooser(Chooser):
         self.points: list[_Point] = []
         self.consult_at = 0
 
+    @property
+    def prefix_taken(self) -> list[int]:
+        """The choices actually taken at the points the forced prefix covered."""
+        return [p.choice for p in self.points[: len(self._prefix)]]
+
     def _next(self, options: int) -> int:
         index = len(self.points)
         choice = self._prefix[index] if index < len(self._prefix) else 0
@@ -235,7 +241,12 @@ class Strategy:
     """
 
     name = "stock"
-    exhausted = False
+    _exhausted = False
+
+    @property
+    def exhausted(self) -> bool:
+        """True once the strategy has run every schedule of its bounded space."""
+        return self._exhausted
 
     def next_chooser(self) -> Chooser | None:
         return None
@@ -299,39 +310,56 @@ class SparseDelayStrategy(Strategy):
 
 
 class ExhaustiveStrategy(Strategy):
-    """Depth-first search over every schedule with at most ``bound`` deviations.
+    """Every schedule with at most ``bound`` deviations, fewest deviations first.
 
-    A deviation is any non-stock option at a schedule point (delay bounding, Emmi, Qadeer and
-    Rakamaric, POPL 2011). The first schedule is the stock one. When the search has visited
-    every schedule within the bound, ``exhausted`` becomes true: the bounded space (for this
-    model's window, fairness and jitter settings) holds no failure.
+    A deviation is a non-stock option at a schedule point (delay bounding: Emmi, Qadeer and
+    Rakamaric, POPL 2011). The search is breadth-first over the number of deviations: the
+    stock schedule, then every schedule with one deviation (earliest schedule point first),
+    then every schedule with two, and so on. Each schedule is generated exactly once, from
+    the run of its parent (the same schedule without its last deviation), because a parent's
+    run tells which schedule points and options exist after its last deviation.
+
+    When every schedule within the bound has run, ``exhausted`` becomes true: the bounded
+    space (for this model's window, fairness and jitter settings) holds no failure.
     """
 
     name = "exhaustive"
 
     def __init__(self, bound: int = 2) -> None:
         self.bound = bound
-        self._prefix: list[int] | None = []
-        self.exhausted = False
+        # A pending schedule is (parent prefix, point index, option): its prefix is the
+        # parent's, stock choices up to the point, then the option. Sharing the parent
+        # tuple keeps a level of the search small in memory.
+        self._pending: collections.deque[tuple[tuple[int, ...], int, int]] = collections.deque()
+        self._next_level: list[tuple[tuple[int, ...], int, int]] = []
+        self._started = False
+        self._level = 0
 
     def next_chooser(self) -> Chooser | None:
-        if self._prefix is None:
-            self.exhausted = True
+        if not self._started:
+            self._started = True
+            return _DFSChooser(())
+        if not self._pending and self._next_level and self._level < self.bound:
+            self._level += 1
+            self._pending.extend(self._next_level)
+            self._next_level = []
+        if not self._pending:
+            self._exhausted = True
             return None
-        return _DFSChooser(self._prefix)
+        parent, index, option = self._pending.popleft()
+        prefix = parent + (0,) * (index - len(parent)) + (option,)
+        return _DFSChooser(prefix)
 
     def finished(self, chooser: Chooser, steps: int) -> None:
         assert isinstance(chooser, _DFSChooser)
+        prefix = tuple(chooser.prefix_taken)
+        if sum(1 for choice in prefix if choice) >= self.bound:
+            return
         points = chooser.points
-        used = sum(1 for p in points if p.choice)
-        # Backtrack: deepest point whose choice can still grow within the bound.
-        for index in range(len(points) - 1, -1, -1):
-            point = points[index]
-            used -= 1 if point.choice else 0
-            if point.choice + 1 < point.options and used + 1 <= self.bound:
-                self._prefix = [p.choice for p in points[:index]] + [point.choice + 1]
-                return
-        self._prefix = None
+        children = self._next_level
+        for index in range(len(prefix), len(points)):
+            for option in range(1, points[index].options):
+                children.append((prefix, index, option))
 
     def describe(self) -> str:
         return f"exhaustive(bound={self.bound})"
@@ -359,7 +387,7 @@ class PortfolioStrategy(Strategy):
                 return chooser
         return None
 
-    @property  # type: ignore[override]
+    @property
     def exhausted(self) -> bool:
         """True once an exhaustive member has visited its whole bounded space."""
         return any(isinstance(m, ExhaustiveStrategy) and m.exhausted for m in self.members)

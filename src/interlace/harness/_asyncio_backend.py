@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import inspect
-from asyncio import events
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -45,7 +44,7 @@ class _Recorder:
         self.records: collections.deque[StepRecord] = collections.deque(maxlen=_TRACE_LIMIT)
         self.step_counts: collections.Counter[str] = collections.Counter()
 
-    def __call__(self, handle: events.Handle) -> None:
+    def __call__(self, handle: Any) -> None:
         loop = self.loop
         step = loop._step
         callback = handle._callback
@@ -87,8 +86,10 @@ class _Recorder:
 
 def _deviation_text(decision: Decision) -> str:
     if decision.kind == READY:
-        return f"postponed the {decision.choice} entr{'y' if decision.choice == 1 else 'ies'} " \
+        return (
+            f"postponed the {decision.choice} entr{'y' if decision.choice == 1 else 'ies'} "
             "ready before it (await latency)"
+        )
     return f"timer {decision.choice} of those due within the jitter window fired first"
 
 

@@ -100,9 +100,13 @@ def name_of(obj: Any) -> str:
             if key is None:
                 continue
             module_name = referrer.get("__name__")
-            if isinstance(module_name, str) and referrer.get("__dict__") is None and (
-                sys.modules.get(module_name) is not None
-                and getattr(sys.modules[module_name], "__dict__", None) is referrer
+            if (
+                isinstance(module_name, str)
+                and referrer.get("__dict__") is None
+                and (
+                    sys.modules.get(module_name) is not None
+                    and getattr(sys.modules[module_name], "__dict__", None) is referrer
+                )
             ):
                 return f"{module_name}.{key}"
             for holder in gc.get_referrers(referrer):
@@ -140,8 +144,9 @@ def _primitive_waiting_on(future: Any) -> Any:
         for holder in gc.get_referrers(container):
             candidates = [holder]
             if isinstance(holder, dict):
-                candidates = [h for h in gc.get_referrers(holder)
-                              if getattr(h, "__dict__", None) is holder]
+                candidates = [
+                    h for h in gc.get_referrers(holder) if getattr(h, "__dict__", None) is holder
+                ]
             for candidate in candidates:
                 module = type(candidate).__module__
                 if module.startswith(("asyncio", "anyio")) and not isinstance(
@@ -177,8 +182,9 @@ def describe_wait(task: asyncio.Task[Any]) -> str:
     children = getattr(waiter, "_children", None)
     if children is not None:
         pending = [c for c in children if not c.done()]
-        names = ", ".join(_task_label(c) if isinstance(c, asyncio.Task) else repr(c)
-                          for c in pending)
+        names = ", ".join(
+            _task_label(c) if isinstance(c, asyncio.Task) else repr(c) for c in pending
+        )
         return f"waits for gather() of {names or 'finished children'}"
     primitive = _primitive_waiting_on(waiter)
     if primitive is None:
@@ -237,9 +243,9 @@ def ownership() -> Iterator[None]:
         if holders:
             holders.remove(task if task in holders else holders[0])
 
-    asyncio.Lock.acquire = acquire_lock  # type: ignore[method-assign]
+    asyncio.Lock.acquire = acquire_lock  # type: ignore[method-assign,assignment]
     asyncio.Lock.release = release_lock  # type: ignore[method-assign]
-    asyncio.Semaphore.acquire = acquire_sem  # type: ignore[method-assign]
+    asyncio.Semaphore.acquire = acquire_sem  # type: ignore[method-assign,assignment]
     asyncio.Semaphore.release = release_sem  # type: ignore[method-assign]
     try:
         yield

@@ -33,7 +33,6 @@ import collections
 import concurrent.futures
 import contextvars
 import heapq
-import inspect
 import threading
 from asyncio import events
 from collections.abc import Callable, Sequence
@@ -72,8 +71,15 @@ class ControlledTask(asyncio.Task):  # type: ignore[type-arg]
 
     _il_id: int
 
-    def __init__(self, coro: Any, *, loop: asyncio.AbstractEventLoop, name: str,
-                 context: contextvars.Context | None, il_id: int) -> None:
+    def __init__(
+        self,
+        coro: Any,
+        *,
+        loop: asyncio.AbstractEventLoop,
+        name: str,
+        context: contextvars.Context | None,
+        il_id: int,
+    ) -> None:
         self._il_id = il_id  # before super().__init__: 3.12+ registers (hashes) the task there
         super().__init__(coro, loop=loop, name=name, context=context)
 
@@ -94,17 +100,69 @@ class ControlledFuture(asyncio.Future):  # type: ignore[type-arg]
         return self._il_id
 
 
+# Why a handle became ready decides whether real timing could have made it later.
+FIRST = 0  # a new task's first step: its place is fixed by create_task's order
+EVENT = 1  # queued by the program (a future set, a callback): queued at once on any loop
+TIMED = 2  # queued while a timer ran: may lag by the jitter window, never more
+YIELD = 3  # a task's bare yield (``await asyncio.sleep(0)``, the usual stand-in for I/O)
+IO = 4  # an executor job or a real thread finished: any latency is possible
+
+_POSTPONABLE = (TIMED, YIELD, IO)
+"""Causes whose entry may run after entries queued later at the same virtual instant."""
+_PARKABLE = (IO,)
+"""Causes whose entry may also wait past a later timer: a job or thread can take any time.
+A yield or a timer wakeup may lag past a later timer only by the jitter window (loop lag)."""
+
+
+class _Step(events.Handle):
+    """A ready handle that remembers why it became ready (one of the causes above)."""
+
+    __slots__ = ("_il_cause",)
+
+    _il_cause: int
+    _callback: Callable[..., object]
+    _cancelled: bool
+
+
 class _Timer(events.TimerHandle):
-    """A ``TimerHandle`` that remembers its creation order (for timer-jitter realizability)."""
+    """A timer that remembers its creation order; what it queues while it runs is TIMED."""
 
     __slots__ = ("_il_seq",)
 
     _il_seq: int
+    _il_cause = EVENT  # a timer's own callback is a plain callback
+    _loop: Any
+    _when: float
+    _scheduled: bool
+
+    def _run(self) -> None:
+        loop = self._loop
+        loop._cause = TIMED
+        try:
+            super()._run()
+        finally:
+            loop._cause = EVENT
 
 
-_STEP_NAMES = frozenset(
-    {"task_wakeup", "_Task__wakeup", "__wakeup", "_Task__step", "__step", "task_step"}
-)
+class _Arrival(events.Handle):
+    """A callback from another thread; what it queues while it runs is IO."""
+
+    __slots__ = ()
+
+    _il_cause = EVENT
+    _loop: Any
+
+    def _run(self) -> None:
+        loop = self._loop
+        loop._cause = IO
+        try:
+            super()._run()
+        finally:
+            loop._cause = EVENT
+
+
+_STEP_NAMES = frozenset({"_Task__step", "__step"})  # the pure-Python Task's step method
+_TASK_CALLBACKS = frozenset({"task_wakeup", "_Task__wakeup", "__wakeup", "_Task__step", "__step"})
 
 _UNSUPPORTED = {
     "create_connection": "open a network connection",
@@ -170,6 +228,16 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         job_timeout: wall-clock seconds an executor job may take before it is reported.
     """
 
+    # Set by BaseEventLoop.__init__; private in the stdlib, so typeshed does not declare them.
+    _ready: collections.deque[Any]
+    _scheduled: list[Any]
+    _timer_cancelled_count: int
+    _clock_resolution: float
+    _stopping: bool
+    _closed: bool
+    _thread_id: int | None
+    _check_closed: Callable[[], None]
+
     def __init__(self, chooser: Chooser, settings: Settings, *, job_timeout: float = 30.0):
         super().__init__()
         self._chooser = chooser
@@ -191,6 +259,8 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         self._timer_seq = 0
         self.decisions: list[Decision] = []
         self._postponed: dict[events.Handle, int] = {}
+        self._cause = EVENT
+        self._creating = False
         self._parked: list[events.Handle] = []
         self._advance_requested = False
         self._inbox: collections.deque[events.Handle] = collections.deque()
@@ -209,17 +279,50 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         self._ids += 1
         return self._ids
 
-    def create_task(self, coro: Any, *, name: str | None = None,
-                    context: contextvars.Context | None = None, **kwargs: Any) -> asyncio.Task[Any]:
+    def create_task(  # type: ignore[override]
+        self,
+        coro: Any,
+        *,
+        name: str | None = None,
+        context: contextvars.Context | None = None,
+        **kwargs: Any,
+    ) -> asyncio.Task[Any]:
         self._check_closed()
         il_id = self._next_id()
         # Default names ("Task-57") come from a process-wide counter; a per-run one keeps
         # names, and so reports and anything keyed on names, identical across runs.
-        task = ControlledTask(coro, loop=self, name=name if name is not None else f"Task-{il_id}",
-                              context=context, il_id=il_id)
-        if task._source_traceback:
-            del task._source_traceback[-1]
+        self._creating = True
+        try:
+            task = ControlledTask(
+                coro,
+                loop=self,
+                name=name if name is not None else f"Task-{il_id}",
+                context=context,
+                il_id=il_id,
+            )
+        finally:
+            self._creating = False
         return task
+
+    def call_soon(  # type: ignore[override]
+        self,
+        callback: Callable[..., object],
+        *args: Any,
+        context: contextvars.Context | None = None,
+    ) -> events.Handle:
+        if self._closed:
+            raise RuntimeError("Event loop is closed")
+        handle = _Step(callback, args, self, context)
+        if self._creating:
+            handle._il_cause = FIRST
+        elif type(callback).__name__ == "TaskStepMethWrapper" or (
+            getattr(callback, "__name__", "") in _STEP_NAMES
+        ):
+            handle._il_cause = YIELD  # a step queued by a running task: its bare yield
+        else:
+            handle._il_cause = self._cause
+        self._ready.append(handle)
+        return handle
 
     def create_future(self) -> asyncio.Future[Any]:
         return ControlledFuture(loop=self, il_id=self._next_id())
@@ -230,8 +333,13 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         """The virtual clock: seconds since the run started."""
         return self._now
 
-    def call_at(self, when: float, callback: Callable[..., object], *args: Any,
-                context: contextvars.Context | None = None) -> events.TimerHandle:
+    def call_at(  # type: ignore[override]
+        self,
+        when: float,
+        callback: Callable[..., object],
+        *args: Any,
+        context: contextvars.Context | None = None,
+    ) -> events.TimerHandle:
         if when is None:
             raise TypeError("when cannot be None")
         self._check_closed()
@@ -244,12 +352,16 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
 
     # -- threads and executors ------------------------------------------------------------
 
-    def call_soon_threadsafe(self, callback: Callable[..., object], *args: Any,
-                             context: contextvars.Context | None = None) -> events.Handle:
+    def call_soon_threadsafe(  # type: ignore[override]
+        self,
+        callback: Callable[..., object],
+        *args: Any,
+        context: contextvars.Context | None = None,
+    ) -> events.Handle:
         self._check_closed()
         if self._thread_id is None or threading.get_ident() == self._thread_id:
             return self.call_soon(callback, *args, context=context)
-        handle = events.Handle(callback, args, self, context)
+        handle = _Arrival(callback, args, self, context)
         with self._inbox_lock:
             self._inbox.append(handle)
         self._inbox_event.set()
@@ -261,16 +373,22 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
     def _process_events(self, event_list: Any) -> None:
         """No selector: real I/O is refused, so there are never events to process."""
 
-    def run_in_executor(self, executor: Any, func: Callable[..., Any], *args: Any
-                        ) -> asyncio.Future[Any]:
+    def run_in_executor(  # type: ignore[override]
+        self, executor: Any, func: Callable[..., Any], *args: Any
+    ) -> asyncio.Future[Any]:
         """Run ``func`` as one opaque step at its place in the ready queue (a schedule point)."""
         self._check_closed()
         future = self.create_future()
         self.call_soon(self._run_job, future, executor, func, args)
         return future
 
-    def _run_job(self, future: asyncio.Future[Any], executor: Any,
-                 func: Callable[..., Any], args: Sequence[Any]) -> None:
+    def _run_job(
+        self,
+        future: asyncio.Future[Any],
+        executor: Any,
+        func: Callable[..., Any],
+        args: Sequence[Any],
+    ) -> None:
         if future.cancelled():
             return
         if executor is None:
@@ -280,6 +398,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
                 )
             executor = self._job_executor
         job = executor.submit(func, *args)
+        self._cause = IO  # the job's real duration could be anything: its waiter may lag
         try:
             result = job.result(timeout=self._job_timeout)
         except concurrent.futures.TimeoutError:
@@ -288,11 +407,13 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
             future.set_exception(exc)
         else:
             future.set_result(result)
+        finally:
+            self._cause = EVENT
 
     def set_default_executor(self, executor: Any) -> None:
         self._job_executor = executor
 
-    async def shutdown_default_executor(self, timeout: float | None = None) -> None:
+    async def shutdown_default_executor(self, timeout: float | None = None) -> None:  # noqa: ASYNC109
         if self._job_executor is not None:
             self._job_executor.shutdown(wait=False)
             self._job_executor = None
@@ -345,7 +466,12 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
                 self._refresh_consult()
                 self._ntodo = 0
                 return None
-            handles, positions, actors, can_advance = self._options()
+            if len(ready) == 1 and not self._scheduled:
+                handle = ready.popleft()
+                chooser.consult_at = max(chooser.consult_at, step + 2)
+                self._refresh_consult()
+                return handle
+            handles, actors, can_advance = self._options()
             if len(handles) == 1 and not can_advance:
                 choice = 0
                 chooser.consult_at = max(chooser.consult_at, step + 2)
@@ -359,7 +485,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
                 handle = ready.popleft()
             elif choice < len(handles):
                 handle = handles[choice]
-                del ready[positions[choice]]
+                ready.remove(handle)
                 postponed = self._postponed
                 for earlier in handles[:choice]:
                     postponed[earlier] = postponed.get(earlier, 0) + 1
@@ -381,49 +507,57 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         self._refresh_consult()
         return handle
 
-    def _classify(self, handle: events.Handle) -> tuple[int, bool]:
-        """Return (actor id, may be postponed) for a ready handle."""
+    @staticmethod
+    def _actor(handle: Any) -> int:
+        """The id of the task a ready handle steps (0 for a plain callback)."""
         callback = handle._callback
         task = getattr(callback, "__self__", None)
-        if not isinstance(task, asyncio.Task):
-            return 0, False
-        if type(callback).__name__ != "TaskStepMethWrapper" and (
-            getattr(callback, "__name__", "") not in _STEP_NAMES
+        if isinstance(task, ControlledTask) and (
+            type(callback).__name__ == "TaskStepMethWrapper"
+            or getattr(callback, "__name__", "") in _TASK_CALLBACKS
         ):
-            return 0, False
-        actor = getattr(task, "_il_id", 0)
-        coro = task.get_coro()
-        if inspect.iscoroutine(coro) and inspect.getcoroutinestate(coro) == "CORO_CREATED":
-            return actor, False  # a first step: its place is fixed by create_task's order
-        return actor, True
+            return task._il_id
+        return 0
 
-    def _options(self) -> tuple[list[events.Handle], list[int], list[int], bool]:
+    def _options(self) -> tuple[list[events.Handle], list[int], bool]:
+        """The ready entries a decision may pick, in stock order, and whether it may advance.
+
+        An entry is an option if every entry before it may be postponed: its cause is a
+        bare yield, a finished job or thread, or a timer (see the causes above), and it has
+        been postponed fewer than ``fairness`` times. The scan stops at the first entry that
+        may not, and after ``window`` entries. Advancing the clock postpones every ready
+        entry past the next timer, so it is offered only when every entry's wait could have
+        lasted that long: finished jobs and threads always (their latency is real), yields
+        and timer wakeups only when the timer is within the jitter window (loop lag).
+        """
         handles: list[events.Handle] = []
-        positions: list[int] = []
         actors: list[int] = []
         window = self._window
         fairness = self._fairness
         postponed = self._postponed
-        scanned_all = True
-        last_movable = False
-        for position, handle in enumerate(self._ready):
+        parkable = True
+        movable = False
+        for handle in self._ready:
             if handle._cancelled:
                 continue
-            if len(handles) >= window:
-                scanned_all = False
-                break
-            actor, movable = self._classify(handle)
+            cause = getattr(handle, "_il_cause", EVENT)
             handles.append(handle)
-            positions.append(position)
-            actors.append(actor)
-            last_movable = movable and postponed.get(handle, 0) < fairness
-            if not last_movable:
-                scanned_all = False
+            actors.append(self._actor(handle))
+            movable = cause in _POSTPONABLE and not (
+                postponed and postponed.get(handle, 0) >= fairness
+            )
+            if cause not in _PARKABLE:
+                parkable = False
+            if not movable or len(handles) >= window:
                 break
-        can_advance = scanned_all and last_movable and self._pending_timer() is not None
-        return handles, positions, actors, can_advance
+        can_advance = False
+        if movable and len(handles) == len(self._ready):
+            timer = self._pending_timer()
+            if timer is not None:
+                can_advance = parkable or timer._when - self._now <= self._jitter
+        return handles, actors, can_advance
 
-    def _pending_timer(self) -> events.TimerHandle | None:
+    def _pending_timer(self) -> _Timer | None:
         scheduled = self._scheduled
         while scheduled and scheduled[0]._cancelled:
             self._timer_cancelled_count -= 1
@@ -499,7 +633,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
             handle._scheduled = False
             ready.append(handle)
 
-    def _jitter_pick(self, first: events.TimerHandle) -> float:
+    def _jitter_pick(self, first: _Timer) -> float:
         """Let the chooser pick which timer due within the jitter window fires first."""
         scheduled = self._scheduled
         limit = first._when + self._jitter
@@ -510,7 +644,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
                 self._timer_cancelled_count -= 1
                 timer._scheduled = False
                 continue
-            window.append(timer)  # type: ignore[arg-type]
+            window.append(timer)
         # Option j > 0 is realizable only if timer j was created before every timer with an
         # earlier deadline that it overtakes (their deadlines may drift later, never earlier).
         options = [0]

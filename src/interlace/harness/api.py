@@ -42,7 +42,7 @@ def _check_number(name: str, value: object, minimum: float, source: str) -> floa
     return float(value)
 
 
-def check_target(target: object) -> Callable[[], Any]:
+def check_target(target: Any) -> Callable[[], Any]:
     """Validate an explore/replay target and return it.
 
     Raises:
@@ -82,12 +82,13 @@ def check_target(target: object) -> Callable[[], Any]:
             "functions come in a later release). Make the scenario an 'async def', or run "
             "the threaded code from it with 'await asyncio.to_thread(...)'"
         )
-    return target  # type: ignore[return-value]
+    checked: Callable[[], Any] = target
+    return checked
 
 
 def _hints(target: Callable[..., Any]) -> ReplayHints:
     module = getattr(target, "__module__", None) or "__main__"
-    qualname = getattr(target, "__qualname__", None) or getattr(target, "__name__", "target")
+    qualname = str(getattr(target, "__qualname__", None) or getattr(target, "__name__", "target"))
     cli = f"{module}:{qualname}" if "<" not in qualname else ""
     return ReplayHints(api=f"{module}.{qualname}", cli=cli)
 
@@ -175,8 +176,9 @@ def explore(
         )
 
 
-def replay(target: Callable[[], Any], token: str, *, hints: ReplayHints | None = None
-           ) -> Failure | None:
+def replay(
+    target: Callable[[], Any], token: str, *, hints: ReplayHints | None = None
+) -> Failure | None:
     """Re-run exactly the schedule in ``token``.
 
     Args:

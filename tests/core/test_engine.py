@@ -1,0 +1,313 @@
+"""The engine, driven by a synthetic backend: no event loop, no threads."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from interlace._core.explorer import ReplayHints, explore_backend, label_for, shrink
+from interlace._core.result import RunResult
+from interlace._core.schedule import READY, TIMER, Decision, Settings, decode_token, encode_token
+from interlace._core.strategy import (
+    Chooser,
+    ExhaustiveStrategy,
+    PCTStrategy,
+    RandomWalkStrategy,
+    ReplayChooser,
+    SparseDelayStrategy,
+    make_strategy,
+)
+from interlace.errors import ReplayTokenError
+
+Op = Callable[[dict[str, int]], None]
+
+
+class ToyBackend:
+    """Actors run lists of operations on a shared dict, one operation per step.
+
+    The ready queue works like asyncio's: option 0 is the head; option k runs the k-th entry
+    and postpones the ones before it; an actor that ran goes to the back. ``check`` decides
+    whether the final state is a failure.
+    """
+
+    def __init__(self, programs: Sequence[Sequence[Op]], check: Callable[[dict[str, int]], bool]):
+        self.programs = programs
+        self.check = check
+        self.settings = Settings(backend="asyncio")
+        self.runs = 0
+
+    def run(self, chooser: Chooser, *, record: bool = False) -> RunResult:
+        self.runs += 1
+        state: dict[str, int] = {}
+        positions = [0] * len(self.programs)
+        ready = [i for i, program in enumerate(self.programs) if program]
+        decisions: list[Decision] = []
+        step = 0
+        while ready:
+            step += 1
+            choice = 0
+            if step >= chooser.consult_at:
+                choice = chooser.choose(step, [i + 1 for i in ready], False)
+                if choice:
+                    decisions.append(Decision(step, READY, choice, ready[choice] + 1))
+            actor = ready.pop(choice)
+            self.programs[actor][positions[actor]](state)
+            positions[actor] += 1
+            if positions[actor] < len(self.programs[actor]):
+                ready.append(actor)
+        failed = self.check(state)
+        return RunResult(
+            kind="exception" if failed else None,
+            exception=AssertionError(state) if failed else None,
+            detail="",
+            steps=step,
+            decisions=tuple(decisions),
+        )
+
+
+def read(name: str, into: str) -> Op:
+    def op(state: dict[str, int]) -> None:
+        state[into] = state.get(name, 0)
+
+    return op
+
+
+def write_incremented(name: str, source: str) -> Op:
+    def op(state: dict[str, int]) -> None:
+        state[name] = state[source] + 1
+
+    return op
+
+
+def noop(state: dict[str, int]) -> None:
+    """A step that touches nothing (an await with no effect)."""
+
+
+def lost_update_hidden() -> ToyBackend:
+    """Two increments; the second actor reads one step late, so stock order passes.
+
+    Stock: 0 reads, 1 waits, 0 writes, 1 reads and writes. Postponing 0's write once (one
+    deviation) lets 1 read the old value.
+    """
+    first = [read("n", "a"), write_incremented("n", "a")]
+    second = [noop, read("n", "b"), write_incremented("n", "b")]
+    return ToyBackend([first, second], lambda state: state["n"] != 2)
+
+
+def correct_program() -> ToyBackend:
+    """Increments with read and write in one step: no interleaving can lose one."""
+
+    def increment(state: dict[str, int]) -> None:
+        state["n"] = state.get("n", 0) + 1
+
+    return ToyBackend([[increment, noop], [noop, increment]], lambda s: s["n"] != 2)
+
+
+HINTS = ReplayHints(api="toy.program")
+
+
+def test_stock_order_of_the_hidden_bug_passes() -> None:
+    assert ToyBackend.run(lost_update_hidden(), Chooser()).kind is None
+
+
+def test_exhaustive_search_finds_the_hidden_lost_update_with_one_deviation() -> None:
+    backend = lost_update_hidden()
+    exploration = explore_backend(
+        backend, ExhaustiveStrategy(bound=2), max_schedules=100, seed=0, hints=HINTS
+    )
+    assert exploration.failure is not None
+    assert exploration.failure.deviations == 1
+    assert exploration.failure.label == "needs await latency"
+    assert exploration.exhausted is False
+
+
+def test_exhaustive_search_reports_exhaustion_on_a_correct_program() -> None:
+    exploration = explore_backend(
+        correct_program(), ExhaustiveStrategy(bound=3), max_schedules=10_000, seed=0, hints=HINTS
+    )
+    assert exploration.failure is None
+    assert exploration.exhausted is True
+
+
+def test_exhaustive_search_runs_each_schedule_once_fewest_deviations_first() -> None:
+    seen: list[tuple[int, ...]] = []
+
+    class Recording(ToyBackend):
+        def run(self, chooser: Chooser, *, record: bool = False) -> RunResult:
+            result = super().run(chooser, record=record)
+            seen.append(tuple(d.step for d in result.decisions))
+            return result
+
+    backend = Recording([[noop, noop], [noop, noop]], lambda state: False)
+    exploration = explore_backend(
+        backend, ExhaustiveStrategy(bound=2), max_schedules=1000, seed=0, hints=HINTS
+    )
+    assert exploration.exhausted is True
+    assert len(seen) == len(set(seen))
+    deviation_counts = [len(steps) for steps in seen]
+    assert deviation_counts == sorted(deviation_counts)
+    assert deviation_counts[0] == 0
+
+
+def test_shrinking_removes_deviations_that_the_failure_does_not_need() -> None:
+    backend = lost_update_hidden()
+    # Find a failure with a random walk (which deviates freely), then shrink it.
+    strategy = RandomWalkStrategy(seed=3)
+    for _ in range(200):
+        chooser = strategy.next_chooser()
+        found = backend.run(chooser)
+        if found.kind is not None and len(found.decisions) > 1:
+            break
+    else:
+        pytest.fail("the random walk never produced a failure with several deviations")
+    best, runs = shrink(backend, found)
+    assert best.kind == "exception"
+    assert len(best.decisions) == 1
+    assert runs >= 1
+
+
+def test_replay_chooser_retakes_the_recorded_decisions() -> None:
+    backend = lost_update_hidden()
+    exploration = explore_backend(
+        backend, ExhaustiveStrategy(bound=1), max_schedules=100, seed=0, hints=HINTS
+    )
+    assert exploration.failure is not None
+    _, decisions = decode_token(exploration.failure.token)
+    again = backend.run(ReplayChooser(decisions, strict=True))
+    assert again.kind == "exception"
+    assert again.decisions == decisions
+
+
+def test_strict_replay_names_the_step_that_no_longer_offers_the_option() -> None:
+    backend = ToyBackend([[noop], [noop]], lambda state: False)
+    chooser = ReplayChooser([Decision(1, READY, 5, 2)], strict=True)
+    backend.run(chooser)
+    assert chooser.divergence == "step 1 offers 2 option(s) but the schedule takes option 5"
+
+
+def test_strict_replay_names_the_actor_it_expected() -> None:
+    backend = ToyBackend([[noop], [noop]], lambda state: False)
+    chooser = ReplayChooser([Decision(1, READY, 1, 7)], strict=True)
+    backend.run(chooser)
+    assert chooser.divergence == "step 1 expected to run actor #7 but option 1 is actor #2"
+
+
+@pytest.mark.parametrize(
+    ("decisions", "backend", "label"),
+    [
+        ((), "asyncio", "fails under stock order"),
+        ((Decision(3, READY, 1, 2),), "asyncio", "needs await latency"),
+        ((Decision(3, TIMER, 1, 0),), "asyncio", "needs timer jitter"),
+        (
+            (Decision(3, READY, 1, 2), Decision(5, TIMER, 1, 0)),
+            "asyncio",
+            "needs await latency and timer jitter",
+        ),
+        ((Decision(3, READY, 1, 2),), "threads", "needs thread preemption"),
+    ],
+)
+def test_label_names_what_the_schedule_needs(
+    decisions: tuple[Decision, ...], backend: str, label: str
+) -> None:
+    assert label_for(decisions, backend) == label
+
+
+decision_lists = st.lists(
+    st.tuples(
+        st.integers(1, 10**6),
+        st.sampled_from([READY, TIMER]),
+        st.integers(0, 200),
+        st.integers(0, 10**5),
+    ),
+    max_size=50,
+).map(
+    lambda items: tuple(
+        Decision(step, kind, choice, actor)
+        for step, kind, choice, actor in sorted(items, key=lambda item: item[0])
+    )
+)
+
+
+@given(decision_lists, st.integers(1, 64), st.integers(0, 10**7), st.integers(1, 10**9))
+def test_token_round_trips(
+    decisions: tuple[Decision, ...], window: int, jitter: int, max_steps: int
+) -> None:
+    settings = Settings(window=window, jitter_us=jitter, max_steps=max_steps)
+    token = encode_token(settings, decisions)
+    assert token.startswith("il1.")
+    assert decode_token(token) == (settings, decisions)
+
+
+@pytest.mark.parametrize(
+    ("token", "message"),
+    [
+        (
+            "il9.abc",
+            "replay token 'il9.abc' does not start with 'il1.' (found 'il9'): it was made by "
+            "another version of interlace or is not a replay token; re-run the exploration "
+            "with this version to get a new token",
+        ),
+        (
+            "il1.AAAA",
+            "replay token 'il1.AAAA' is damaged (error); it may have been cut or wrapped when "
+            "copied: copy the whole token from the failure report",
+        ),
+    ],
+)
+def test_bad_tokens_are_refused_with_what_to_do(token: str, message: str) -> None:
+    with pytest.raises(ReplayTokenError) as info:
+        decode_token(token)
+    assert str(info.value) == message
+
+
+def test_a_cut_token_is_reported_as_damaged() -> None:
+    token = encode_token(Settings(), (Decision(4, READY, 1, 2),) * 3)
+    with pytest.raises(ReplayTokenError, match="is damaged"):
+        decode_token(token[:-6])
+
+
+def test_a_token_that_is_not_a_string_is_refused() -> None:
+    with pytest.raises(ReplayTokenError, match="a replay token is a str"):
+        decode_token(12345)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", ["random", "pct", "delay", "exhaustive", "auto"])
+def test_strategies_are_deterministic_for_a_seed(name: str) -> None:
+    def tokens() -> list[str]:
+        backend = lost_update_hidden()
+        strategy = make_strategy(name, seed=11)
+        out = []
+        for _ in range(30):
+            chooser = strategy.next_chooser()
+            if chooser is None:
+                break
+            result = backend.run(chooser)
+            strategy.finished(chooser, result.steps)
+            out.append(encode_token(backend.settings, result.decisions))
+        return out
+
+    assert tokens() == tokens()
+
+
+def test_different_seeds_give_different_random_schedules() -> None:
+    def first_tokens(seed: int) -> list[str]:
+        backend = ToyBackend([[noop] * 5 for _ in range(3)], lambda state: False)
+        strategy = RandomWalkStrategy(seed)
+        return [
+            encode_token(backend.settings, backend.run(strategy.next_chooser()).decisions)
+            for _ in range(5)
+        ]
+
+    assert first_tokens(1) != first_tokens(2)
+
+
+def test_pct_and_sparse_delays_find_the_hidden_bug() -> None:
+    for strategy in (PCTStrategy(seed=5, depth=2), SparseDelayStrategy(seed=5)):
+        exploration = explore_backend(
+            lost_update_hidden(), strategy, max_schedules=500, seed=5, hints=HINTS
+        )
+        assert exploration.failure is not None, strategy.describe()
+        assert exploration.failure.deviations == 1

@@ -1,0 +1,439 @@
+"""The controlled event loop runs asyncio and anyio code unmodified, under every strategy."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import anyio
+import pytest
+
+import interlace
+from interlace.errors import UnsupportedOperationError
+
+Scenario = Callable[[], Awaitable[None]]
+
+
+async def tasks_gather_and_task_groups() -> None:
+    results: list[int] = []
+
+    async def worker(i: int) -> int:
+        await asyncio.sleep(0)
+        results.append(i)
+        return i * 10
+
+    assert await asyncio.gather(*(worker(i) for i in range(4))) == [0, 10, 20, 30]
+    async with asyncio.TaskGroup() as group:
+        tasks = [group.create_task(worker(i)) for i in range(3)]
+    assert [t.result() for t in tasks] == [0, 10, 20]
+    assert sorted(results) == [0, 0, 1, 1, 2, 2, 3]
+
+
+async def wait_wait_for_timeout_and_shield() -> None:
+    slow = asyncio.create_task(asyncio.sleep(10, "slow"))
+    fast = asyncio.create_task(asyncio.sleep(1, "fast"))
+    done, pending = await asyncio.wait({slow, fast}, return_when=asyncio.FIRST_COMPLETED)
+    assert done == {fast}
+    assert pending == {slow}
+    slow.cancel()
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(asyncio.sleep(5), timeout=1)
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.5):
+            await asyncio.sleep(3)
+    assert await asyncio.shield(asyncio.sleep(0, "shielded")) == "shielded"
+
+
+async def cancellation_runs_finally_blocks() -> None:
+    cleaned: list[str] = []
+
+    async def victim() -> None:
+        try:
+            await asyncio.sleep(100)
+        finally:
+            cleaned.append("victim")
+
+    task = asyncio.create_task(victim())
+    await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert cleaned == ["victim"]
+
+
+async def queues_locks_events_conditions_semaphores_barriers() -> None:
+    queue: asyncio.Queue[int] = asyncio.Queue(maxsize=2)
+    lock = asyncio.Lock()
+    event = asyncio.Event()
+    condition = asyncio.Condition()
+    semaphore = asyncio.BoundedSemaphore(2)
+    barrier = asyncio.Barrier(3)
+    counter = {"n": 0, "ready": 0}
+
+    async def producer() -> None:
+        for i in range(5):
+            await queue.put(i)
+        await queue.put(-1)
+
+    async def consumer() -> list[int]:
+        got = []
+        while (item := await queue.get()) != -1:
+            got.append(item)
+        return got
+
+    async def guarded() -> None:
+        async with semaphore, lock:
+            value = counter["n"]
+            await asyncio.sleep(0)
+            counter["n"] = value + 1
+        await barrier.wait()
+
+    async def notifier() -> None:
+        async with condition:
+            counter["ready"] = 1
+            condition.notify_all()
+        event.set()
+
+    async def waiter() -> None:
+        async with condition:
+            await condition.wait_for(lambda: counter["ready"] == 1)
+        await event.wait()
+
+    results = await asyncio.gather(
+        producer(), consumer(), guarded(), guarded(), guarded(), waiter(), notifier()
+    )
+    assert results[1] == [0, 1, 2, 3, 4]
+    assert counter["n"] == 3
+
+
+async def async_generators_are_finalized() -> None:
+    closed: list[bool] = []
+
+    async def numbers() -> AsyncIterator[int]:
+        try:
+            for i in range(10):
+                await asyncio.sleep(0)
+                yield i
+        finally:
+            closed.append(True)
+
+    async for number in numbers():
+        if number == 2:
+            break
+    await asyncio.sleep(0)
+    assert [n async for n in numbers()] == list(range(10))
+
+
+async def callbacks_and_timers() -> None:
+    loop = asyncio.get_running_loop()
+    order: list[str] = []
+    loop.call_later(2, order.append, "later")
+    loop.call_at(loop.time() + 1, order.append, "at")
+    loop.call_soon(order.append, "soon")
+    await asyncio.sleep(3)
+    assert order == ["soon", "at", "later"]
+
+
+async def executor_jobs_run_as_steps() -> None:
+    loop = asyncio.get_running_loop()
+    assert await asyncio.to_thread(sum, [1, 2, 3]) == 6
+    assert await loop.run_in_executor(None, max, 4, 9) == 9
+
+
+async def anyio_task_groups_streams_and_primitives() -> None:
+    send, receive = anyio.create_memory_object_stream[int](2)
+    lock = anyio.Lock()
+    event = anyio.Event()
+    got: list[int] = []
+
+    async def produce() -> None:
+        async with send:
+            for i in range(4):
+                await send.send(i)
+
+    async def consume() -> None:
+        async with receive:
+            async for item in receive:
+                async with lock:
+                    got.append(item)
+        event.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(produce)
+        group.start_soon(consume)
+    await event.wait()
+    assert got == [0, 1, 2, 3]
+    with anyio.fail_after(1):
+        await anyio.sleep(0.5)
+    with anyio.move_on_after(1) as scope:
+        await anyio.sleep(5)
+    assert scope.cancelled_caught
+
+
+async def correct_spin_wait() -> None:
+    flag = {"set": False}
+
+    async def setter() -> None:
+        await asyncio.sleep(0)
+        await asyncio.sleep(0.5)
+        flag["set"] = True
+
+    task = asyncio.create_task(setter())
+    while not flag["set"]:  # noqa: ASYNC110 - the spin-wait is what this scenario tests
+        await asyncio.sleep(0)
+    await task
+
+
+SCENARIOS = [
+    tasks_gather_and_task_groups,
+    wait_wait_for_timeout_and_shield,
+    cancellation_runs_finally_blocks,
+    queues_locks_events_conditions_semaphores_barriers,
+    async_generators_are_finalized,
+    callbacks_and_timers,
+    executor_jobs_run_as_steps,
+    anyio_task_groups_streams_and_primitives,
+    correct_spin_wait,
+]
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.__name__)
+@pytest.mark.parametrize("strategy", ["auto", "random", "pct", "delay", "exhaustive"])
+def test_correct_asyncio_code_passes_every_schedule(scenario: Scenario, strategy: str) -> None:
+    exploration = interlace.explore(scenario, strategy=strategy, max_schedules=150, seed=7)
+    assert exploration.failure is None, exploration.failure and exploration.failure.report
+    assert exploration.schedules >= 1
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.__name__)
+def test_scenarios_also_pass_on_the_stock_loop(scenario: Scenario) -> None:
+    asyncio.run(scenario())  # type: ignore[arg-type]
+
+
+async def _sleep_an_hour() -> None:
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    await asyncio.sleep(3600)
+    assert loop.time() - start == 3600
+
+
+def test_virtual_time_makes_long_sleeps_instant() -> None:
+    exploration = interlace.explore(_sleep_an_hour, max_schedules=1, seed=0, max_time=7200)
+    assert exploration.failure is None
+    assert exploration.elapsed < 5
+
+
+async def _open_a_socket() -> None:
+    await asyncio.open_connection("127.0.0.1", 9)
+
+
+def test_real_network_io_fails_at_the_call_with_what_to_do() -> None:
+    exploration = interlace.explore(_open_a_socket, max_schedules=1, seed=0)
+    assert exploration.failure is not None
+    exc = exploration.failure.exception
+    assert isinstance(exc, UnsupportedOperationError)
+    assert str(exc).startswith(
+        "loop.create_connection() was called to open a network connection: real I/O cannot "
+        "be scheduled deterministically"
+    )
+    assert "in-memory fake" in str(exc)
+
+
+async def _subprocess() -> None:
+    await asyncio.create_subprocess_exec("true")
+
+
+def test_subprocesses_fail_at_the_call() -> None:
+    exploration = interlace.explore(_subprocess, max_schedules=1, seed=0)
+    assert exploration.failure is not None
+    assert isinstance(exploration.failure.exception, UnsupportedOperationError)
+    assert "loop.subprocess_exec() was called to start a subprocess" in str(
+        exploration.failure.exception
+    )
+
+
+async def _lock_order_deadlock() -> None:
+    first, second = asyncio.Lock(), asyncio.Lock()
+
+    async def forward() -> None:
+        async with first:
+            await asyncio.sleep(0)
+            async with second:
+                pass
+
+    async def backward() -> None:
+        async with second:
+            await asyncio.sleep(0)
+            async with first:
+                pass
+
+    await asyncio.gather(forward(), backward())
+
+
+def test_a_deadlock_names_every_task_what_it_waits_on_and_who_holds_it() -> None:
+    exploration = interlace.explore(_lock_order_deadlock, max_schedules=10, seed=0)
+    failure = exploration.failure
+    assert failure is not None
+    assert failure.kind == "deadlock"
+    assert failure.label == "fails under stock order"
+    assert "waits on Lock second held by task 'Task-3'" in failure.report
+    assert "waits on Lock first held by task 'Task-2'" in failure.report
+    assert "waits for gather() of 'Task-2', 'Task-3'" in failure.report
+
+
+async def _never_set_event() -> None:
+    await asyncio.Event().wait()
+
+
+def test_waiting_on_an_event_nobody_sets_is_a_deadlock() -> None:
+    failure = interlace.explore(_never_set_event, max_schedules=1, seed=0).failure
+    assert failure is not None
+    assert failure.kind == "deadlock"
+    assert "waits on Event" in failure.report
+    assert "(no task will set it)" in failure.report
+
+
+async def _livelock() -> None:
+    while True:  # noqa: ASYNC110 - a livelock on purpose
+        await asyncio.sleep(0)
+
+
+def test_a_task_that_never_stops_is_a_hang_with_the_tasks_that_kept_running() -> None:
+    failure = interlace.explore(_livelock, max_schedules=1, seed=0, max_steps=5000).failure
+    assert failure is not None
+    assert failure.kind == "hang"
+    assert "Still running: the run took more than 5000 steps" in failure.report
+    assert "'main': " in failure.report
+
+
+def _counter_race() -> Scenario:
+    async def scenario() -> None:
+        state = {"n": 0}
+
+        async def increment(io_steps: int) -> None:
+            for _ in range(io_steps):
+                await asyncio.sleep(0)
+            value = state["n"]
+            await asyncio.sleep(0)
+            state["n"] = value + 1
+
+        await asyncio.gather(increment(0), increment(1), increment(3))
+        assert state["n"] == 3, state
+
+    return scenario
+
+
+def test_the_same_seed_gives_the_same_token_every_time() -> None:
+    scenario = _counter_race()
+    tokens = set()
+    for _ in range(100):
+        failure = interlace.explore(scenario, max_schedules=200, seed=42).failure
+        assert failure is not None
+        tokens.add(failure.token)
+    assert len(tokens) == 1
+
+
+def test_the_replay_line_in_the_report_replays_the_same_failure() -> None:
+    scenario = _counter_race()
+    failure = interlace.explore(scenario, max_schedules=200, seed=3).failure
+    assert failure is not None
+    line = next(line for line in failure.report.splitlines() if "interlace.replay(" in line)
+    token = line.split("'")[1]
+    again = interlace.replay(scenario, token)
+    assert again is not None
+    assert again.kind == failure.kind
+    assert type(again.exception) is type(failure.exception)
+    assert again.token == failure.token
+    assert again.report.startswith(f"Failing schedule ({failure.steps} steps, shrunk from ")
+
+
+def test_a_replay_of_a_fixed_program_returns_none() -> None:
+    failure = interlace.explore(_counter_race(), max_schedules=200, seed=3).failure
+    assert failure is not None
+
+    async def fixed() -> None:
+        state = {"n": 0}
+        lock = asyncio.Lock()
+
+        async def increment(io_steps: int) -> None:
+            for _ in range(io_steps):
+                await asyncio.sleep(0)
+            async with lock:
+                value = state["n"]
+                await asyncio.sleep(0)
+                state["n"] = value + 1
+
+        await asyncio.gather(increment(0), increment(1), increment(3))
+
+    # The fix adds steps, so the schedule's decisions may no longer fit: either the replay
+    # passes or it says precisely where it diverged.
+    outcome: object
+    try:
+        outcome = interlace.replay(fixed, failure.token)
+    except interlace.errors.ReplayDivergedError as exc:
+        outcome = str(exc)
+    assert outcome is None or (isinstance(outcome, str) and outcome.startswith("replay diverged"))
+
+
+async def _returns_immediately() -> None:
+    return None
+
+
+def test_a_replay_that_diverges_names_the_step_and_the_likely_causes() -> None:
+    failure = interlace.explore(_counter_race(), max_schedules=200, seed=3).failure
+    assert failure is not None
+    with pytest.raises(interlace.errors.ReplayDivergedError) as info:
+        interlace.replay(_returns_immediately, failure.token)
+    message = str(info.value)
+    assert message.startswith("replay diverged: ")
+    assert "step" in message
+    assert "wall clock" in message
+    assert "PYTHONHASHSEED" in message
+
+
+def test_unseeded_explorations_pick_different_seeds() -> None:
+    seeds = {interlace.explore(_returns_immediately, max_schedules=1).seed for _ in range(5)}
+    assert len(seeds) > 1
+
+
+def test_a_failing_exception_carries_a_note_with_the_replay_line() -> None:
+    failure = interlace.explore(_counter_race(), max_schedules=200, seed=3).failure
+    assert failure is not None
+    assert failure.exception is not None
+    notes = getattr(failure.exception, "__notes__", [])
+    assert any("interlace.replay(" in note and failure.token in note for note in notes)
+
+
+@contextlib.asynccontextmanager
+async def _state(holder: dict[str, str], value: str) -> AsyncIterator[None]:
+    saved = holder["state"]
+    holder["state"] = value
+    try:
+        yield
+    finally:
+        holder["state"] = saved
+
+
+async def _stale_restore() -> None:
+    holder = {"state": "idle"}
+
+    async def run(value: str, io_steps: int) -> None:
+        for _ in range(io_steps):
+            await asyncio.sleep(0)
+        async with _state(holder, value):
+            await asyncio.sleep(0)
+
+    await asyncio.gather(run("a", 0), run("b", 1))
+    assert holder["state"] == "idle", holder
+
+
+def test_a_stale_restore_is_found_and_shrunk_to_the_fewest_deviations() -> None:
+    failure = interlace.explore(_stale_restore, max_schedules=500, seed=1).failure
+    assert failure is not None
+    assert failure.kind == "exception"
+    assert isinstance(failure.exception, AssertionError)
+    # Stock order passes: "a" restores "idle" before "b" saves. Postponing "a"'s resumption
+    # once lets "b" save "a" as its old state, and "b" restores that stale value last.
+    assert failure.deviations == 1
+    assert failure.label == "needs await latency"
