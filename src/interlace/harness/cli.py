@@ -1,0 +1,520 @@
+"""``interlace explore`` and ``interlace replay``: the harness on the command line.
+
+``interlace explore MODULE:FUNCTION`` runs a zero-argument ``async def`` function under many
+schedules; ``interlace replay MODULE:FUNCTION TOKEN`` re-runs one schedule exactly. The report
+goes to stdout, the one-line summary, progress and errors to stderr. Exit codes: 0 no failure,
+1 a failing schedule (for ``replay``: the schedule still fails), 2 a usage, configuration or
+import error, or a replay that diverged.
+
+``MODULE:FUNCTION`` is resolved the way pytest and uvicorn do it: the module is imported with
+the current directory first on ``sys.path``; ``path/to/file.py:FUNCTION`` imports that file as
+a top-level module with its directory first on ``sys.path``. ``FUNCTION`` may be dotted
+(``Class.method`` for a static or class method).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import inspect
+import json
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from interlace._core.result import Exploration, Failure
+
+__all__ = ("add_explore_parser", "add_replay_parser", "main", "run_explore", "run_replay")
+
+EXIT_CLEAN = 0
+EXIT_FINDINGS = 1
+EXIT_ERROR = 2
+
+# User-facing messages, kept together so the tests match against them.
+MSG_BAD_SPEC = (
+    "{spec!r} is not MODULE:FUNCTION: write the module, a colon and the function, e.g. "
+    "'tests.test_bank:test_transfer' or 'tests/test_bank.py:test_transfer'"
+)
+MSG_NO_MODULE = (
+    "cannot import {module!r}: no module named {missing!r} (searched the current directory "
+    "{cwd} and sys.path); check the spelling, run from the project root, or give a file path "
+    "such as 'path/to/file.py:FUNCTION'"
+)
+MSG_NO_FILE = "cannot import {path!r}: no such file; check the path (relative to {cwd})"
+MSG_IMPORT_RAISED = "importing {module!r} raised {error}:"
+MSG_NO_FUNCTION = "module {module!r} has no attribute {name!r}; {available}"
+MSG_AVAILABLE = "its async def functions are: {names}"
+MSG_NONE_AVAILABLE = "it defines no async def functions"
+MSG_EXPLORE_FAILED = "found {article} {kind} after {schedules} ({seed_part}, {elapsed:.2f} s)"
+MSG_EXPLORE_PASSED = "no failure in {schedules} ({seed_part}{exhausted}, {elapsed:.2f} s)"
+MSG_EXHAUSTED = "; the bounded space was explored completely"
+MSG_REPLAY_FAILED = "the schedule still fails: {kind} ({steps} steps)"
+MSG_REPLAY_PASSED = "the schedule no longer fails: {spec} ran to completion under it"
+MSG_PROGRESS = "\r{prefix}: {done}/{total} schedules"
+
+_TEXT_HELP_EXPLORE = (
+    "Run a zero-argument async def function under many deterministic schedules (a controlled "
+    "event loop with a virtual clock) and report the first failing schedule, shrunk, with the "
+    "command that replays it. The report goes to stdout, a one-line summary to stderr. Exit "
+    "status: 0 no failure, 1 a failure was found, 2 a usage or import error."
+)
+_TEXT_HELP_REPLAY = (
+    "Re-run exactly the schedule in TOKEN (printed by 'interlace explore', by the pytest "
+    "plugin or by interlace.explore()). Exit status: 0 the schedule no longer fails, 1 it "
+    "still fails, 2 a usage or import error, a malformed token, or a replay that diverged "
+    "(the code changed, or it depends on the wall clock, real I/O or unseeded randomness)."
+)
+_TARGET_HELP = (
+    "the function to run: MODULE:FUNCTION (imported with the current directory on sys.path, "
+    "e.g. tests.test_bank:test_transfer) or path/to/file.py:FUNCTION"
+)
+_FORMAT_HELP = (
+    "text (default): the report on stdout; json: one JSON object on stdout with the keys "
+    "target, failure, schedules, exhausted, strategy, seed, elapsed"
+)
+
+
+def _whole(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text, 10)
+        except ValueError:
+            value = minimum - 1
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= {minimum}")
+        return value
+
+    parse.__name__ = f"whole number >= {minimum}"
+    return parse
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0.0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds >= 0")
+    return value
+
+
+def _strategies() -> tuple[str, ...]:
+    from interlace._core.strategy import STRATEGIES
+
+    return tuple(STRATEGIES)
+
+
+def add_explore_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``explore`` subcommand to ``interlace``'s argparse subparsers."""
+    from interlace.harness.api import DEFAULT_MAX_SCHEDULES, DEFAULT_STRATEGY
+
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "explore",
+        help="run an async def function under many schedules and report a failing one",
+        description=_TEXT_HELP_EXPLORE,
+    )
+    parser.add_argument("target", metavar="MODULE:FUNCTION", help=_TARGET_HELP)
+    parser.add_argument(
+        "--strategy",
+        choices=_strategies(),
+        default=DEFAULT_STRATEGY,
+        help=(
+            "how schedules are chosen: auto (default; bounded exhaustive search interleaved "
+            "with random walk and PCT), random (seeded random walk), pct (priority-based, "
+            "for bugs of small depth), delay (delay-bounded), exhaustive (every schedule "
+            "within the deviation bound, reporting when the space is exhausted)"
+        ),
+    )
+    parser.add_argument(
+        "--max-schedules",
+        type=_whole(1),
+        default=DEFAULT_MAX_SCHEDULES,
+        metavar="N",
+        help=f"the most schedules to run (default {DEFAULT_MAX_SCHEDULES}); shrinking runs "
+        "are not counted",
+    )
+    parser.add_argument(
+        "--seed",
+        type=_whole(0),
+        default=None,
+        metavar="N",
+        help="makes the exploration repeatable (default: a fresh seed, printed in the "
+        "summary so the run can be repeated)",
+    )
+    parser.add_argument(
+        "--max-steps",
+        type=_whole(1),
+        default=None,
+        metavar="N",
+        help="steps one schedule may take before it is reported as a hang (default 200000)",
+    )
+    parser.add_argument(
+        "--jitter",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="timers due within this many seconds of each other may fire in either order, "
+        "as real timer jitter allows (default 0.01; 0 disables timer reordering)",
+    )
+    parser.add_argument("--format", choices=("text", "json"), default="text", help=_FORMAT_HELP)
+    parser.set_defaults(run=run_explore)
+    return parser
+
+
+def add_replay_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``replay`` subcommand to ``interlace``'s argparse subparsers."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "replay",
+        help="re-run exactly one schedule from its replay token",
+        description=_TEXT_HELP_REPLAY,
+    )
+    parser.add_argument("target", metavar="MODULE:FUNCTION", help=_TARGET_HELP)
+    parser.add_argument(
+        "token",
+        metavar="TOKEN",
+        help="the replay token (il1.…) from a report; the schedule's settings travel in it",
+    )
+    parser.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="text (default): the report on stdout; json: one JSON object on stdout with "
+        "the keys target, token, failure",
+    )
+    parser.set_defaults(run=run_replay)
+    return parser
+
+
+class UsageError(Exception):
+    """A command-line mistake: printed as ``interlace <command>: error: <message>``, exit 2."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """A resolved ``MODULE:FUNCTION``.
+
+    Attributes:
+        spec: what the user wrote, for messages and the replay line.
+        function: the object found.
+        api: the target as a Python expression for the report's API replay line.
+    """
+
+    spec: str
+    function: Callable[[], Any]
+    api: str
+
+
+def _async_names(module: object) -> str:
+    names = sorted(
+        name
+        for name, value in vars(module).items()
+        if inspect.iscoroutinefunction(value)
+        and getattr(value, "__module__", None) == getattr(module, "__name__", None)
+    )
+    return MSG_AVAILABLE.format(names=", ".join(names)) if names else MSG_NONE_AVAILABLE
+
+
+def _user_traceback(exc: BaseException) -> str:
+    """The exception's traceback without importlib's and interlace's own frames."""
+    interlace_dir = str(Path(__file__).resolve().parent.parent)
+    frames = [
+        frame
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if not frame.filename.startswith(("<frozen importlib", interlace_dir))
+        and not frame.filename.startswith(os.path.dirname(os.__file__) + os.sep + "asyncio")
+    ]
+    lines = ["Traceback (most recent call last):\n", *traceback.format_list(frames)]
+    lines.append(_exception_text(exc) + "\n")
+    return "".join(lines)
+
+
+def _exception_text(exc: BaseException) -> str:
+    cls = type(exc)
+    name = cls.__qualname__
+    if cls.__module__ != "builtins":
+        name = f"{cls.__module__}.{name}"
+    message = str(exc)
+    return f"{name}: {message}" if message else name
+
+
+def _import_file(path: str) -> tuple[object, str]:
+    file = Path(path)
+    if not file.is_file():
+        raise UsageError(MSG_NO_FILE.format(path=path, cwd=os.getcwd()))
+    directory = str(file.resolve().parent)
+    name = file.stem
+    if directory not in sys.path:
+        sys.path.insert(0, directory)
+    spec = importlib.util.spec_from_file_location(name, file)
+    if spec is None or spec.loader is None:  # only for paths without a Python suffix
+        raise UsageError(MSG_NO_FILE.format(path=path, cwd=os.getcwd()))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException as exc:
+        sys.modules.pop(name, None)
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise
+        raise UsageError(
+            MSG_IMPORT_RAISED.format(module=path, error=type(exc).__name__)
+            + "\n"
+            + _user_traceback(exc).rstrip()
+        ) from None
+    return module, name
+
+
+def _import_module(name: str) -> object:
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        missing = exc.name or name
+        if name == missing or name.startswith(missing + "."):
+            raise UsageError(MSG_NO_MODULE.format(module=name, missing=missing, cwd=cwd)) from None
+        raise UsageError(
+            MSG_IMPORT_RAISED.format(module=name, error=type(exc).__name__)
+            + "\n"
+            + _user_traceback(exc).rstrip()
+        ) from None
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:
+        raise UsageError(
+            MSG_IMPORT_RAISED.format(module=name, error=type(exc).__name__)
+            + "\n"
+            + _user_traceback(exc).rstrip()
+        ) from None
+
+
+def resolve_target(spec: str) -> Target:
+    """Import ``MODULE:FUNCTION`` (or ``path/to/file.py:FUNCTION``) and return the function.
+
+    Raises:
+        UsageError: the spec is malformed, or the module or function cannot be found.
+    """
+    module_part, colon, attr = spec.rpartition(":")
+    if (
+        not colon
+        or not module_part
+        or not attr
+        or not all(part.isidentifier() for part in attr.split("."))
+    ):
+        raise UsageError(MSG_BAD_SPEC.format(spec=spec))
+    if module_part.endswith(".py") or "/" in module_part or os.sep in module_part:
+        module, module_name = _import_file(module_part)
+    else:
+        module = _import_module(module_part)
+        module_name = module_part
+    value: object = module
+    for part in attr.split("."):
+        try:
+            value = getattr(value, part)
+        except AttributeError:
+            available = _async_names(module)
+            raise UsageError(
+                MSG_NO_FUNCTION.format(module=module_part, name=attr, available=available)
+            ) from None
+    return Target(spec=spec, function=value, api=f"{module_name}.{attr}")  # type: ignore[arg-type]
+
+
+class Progress:
+    """A schedules counter on stderr, for explorations that take a while.
+
+    Silent unless the stream is a terminal; starts after ``delay`` seconds and redraws at most
+    once per ``interval`` seconds, so a fast exploration prints nothing and a slow one costs
+    almost nothing. Invariant: ``shown`` is True exactly when a counter line is on the screen.
+    """
+
+    def __init__(
+        self,
+        stream: TextIO,
+        prefix: str,
+        *,
+        delay: float = 0.5,
+        interval: float = 0.1,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.stream = stream
+        self.prefix = prefix
+        self.enabled = stream.isatty()
+        self.delay = delay
+        self.interval = interval
+        self.clock = clock
+        self.started = clock()
+        self.last = -float("inf")
+        self.shown = False
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        now = self.clock()
+        if now - self.started < self.delay or now - self.last < self.interval:
+            return
+        self.last = now
+        self.stream.write(MSG_PROGRESS.format(prefix=self.prefix, done=done, total=total))
+        self.stream.flush()
+        self.shown = True
+
+    def finish(self) -> None:
+        """Erase the counter line, if one is showing."""
+        if self.shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self.shown = False
+
+
+def _failure_json(failure: Failure | None) -> dict[str, Any] | None:
+    if failure is None:
+        return None
+    return {
+        "kind": failure.kind,
+        "label": failure.label,
+        "token": failure.token,
+        "steps": failure.steps,
+        "shrunk_from": failure.shrunk_from,
+        "deviations": failure.deviations,
+        "report": failure.report,
+        "exception": _exception_text(failure.exception) if failure.exception is not None else None,
+    }
+
+
+def _write_report(failure: Failure, out: TextIO) -> None:
+    out.write(failure.report.rstrip("\n") + "\n")
+    if failure.exception is not None:
+        out.write("\n" + _user_traceback(failure.exception))
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def _seed_part(exploration: Exploration) -> str:
+    return f"seed {exploration.seed}, strategy {exploration.strategy}"
+
+
+def _hints(target: Target) -> Any:
+    from interlace._core.explorer import ReplayHints
+
+    return ReplayHints(api=target.api, cli=target.spec)
+
+
+def run_explore(
+    args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
+    """Run ``interlace explore`` with parsed arguments and return the exit code."""
+    out = out if out is not None else sys.stdout
+    err = err if err is not None else sys.stderr
+    prefix = "interlace explore"
+    from interlace.errors import InterlaceError
+    from interlace.harness.api import explore
+
+    options: dict[str, Any] = {}
+    if args.max_steps is not None:
+        options["max_steps"] = args.max_steps
+    if args.jitter is not None:
+        options["jitter"] = args.jitter
+    progress = Progress(err, prefix)
+    try:
+        target = resolve_target(args.target)
+        exploration = explore(
+            target.function,
+            strategy=args.strategy,
+            max_schedules=args.max_schedules,
+            seed=args.seed,
+            progress=progress,
+            hints=_hints(target),
+            **options,
+        )
+    except (UsageError, InterlaceError) as exc:
+        progress.finish()
+        print(f"{prefix}: error: {exc}", file=err)
+        return EXIT_ERROR
+    progress.finish()
+    failure = exploration.failure
+    if args.format == "json":
+        payload = {
+            "target": target.spec,
+            "failure": _failure_json(failure),
+            "schedules": exploration.schedules,
+            "exhausted": exploration.exhausted,
+            "strategy": exploration.strategy,
+            "seed": exploration.seed,
+            "elapsed": exploration.elapsed,
+        }
+        out.write(json.dumps(payload, indent=2) + "\n")
+    elif failure is not None:
+        _write_report(failure, out)
+    schedules = _plural(exploration.schedules, "schedule")
+    if failure is not None:
+        article = "an" if failure.kind[0] in "aeiou" else "a"
+        summary = MSG_EXPLORE_FAILED.format(
+            article=article,
+            kind=failure.kind,
+            schedules=schedules,
+            seed_part=_seed_part(exploration),
+            elapsed=exploration.elapsed,
+        )
+    else:
+        summary = MSG_EXPLORE_PASSED.format(
+            schedules=schedules,
+            seed_part=_seed_part(exploration),
+            exhausted=MSG_EXHAUSTED if exploration.exhausted else "",
+            elapsed=exploration.elapsed,
+        )
+    print(f"{prefix}: {summary}", file=err)
+    return EXIT_FINDINGS if failure is not None else EXIT_CLEAN
+
+
+def run_replay(
+    args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
+    """Run ``interlace replay`` with parsed arguments and return the exit code."""
+    out = out if out is not None else sys.stdout
+    err = err if err is not None else sys.stderr
+    prefix = "interlace replay"
+    from interlace.errors import InterlaceError
+    from interlace.harness.api import replay
+
+    try:
+        target = resolve_target(args.target)
+        failure = replay(target.function, args.token, hints=_hints(target))
+    except (UsageError, InterlaceError) as exc:
+        print(f"{prefix}: error: {exc}", file=err)
+        return EXIT_ERROR
+    if args.format == "json":
+        payload = {"target": target.spec, "token": args.token, "failure": _failure_json(failure)}
+        out.write(json.dumps(payload, indent=2) + "\n")
+    elif failure is not None:
+        _write_report(failure, out)
+    if failure is not None:
+        print(
+            f"{prefix}: " + MSG_REPLAY_FAILED.format(kind=failure.kind, steps=failure.steps),
+            file=err,
+        )
+        return EXIT_FINDINGS
+    print(f"{prefix}: " + MSG_REPLAY_PASSED.format(spec=target.spec), file=err)
+    return EXIT_CLEAN
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``explore``/``replay`` alone (the full command is :func:`interlace.cli.main`)."""
+    parser = argparse.ArgumentParser(prog="interlace")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    add_explore_parser(sub)
+    add_replay_parser(sub)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code) if isinstance(exc.code, int) else EXIT_ERROR
+    return int(args.run(args))

@@ -1,0 +1,507 @@
+"""The interlace pytest plugin: ``@pytest.mark.interlace`` runs an ``async def`` test under
+:func:`interlace.explore`.
+
+Opt-in: only tests carrying the marker are touched, and loading the plugin imports nothing
+beyond pytest and the standard library (the harness is imported inside the hooks, on first use).
+
+Settings, one name per knob (STYLE.md): marker keyword ``max_schedules``, option
+``--interlace-max-schedules``, environment variable ``INTERLACE_MAX_SCHEDULES``, ini key
+``interlace_max_schedules`` (likewise ``strategy`` and ``seed``). Precedence: marker > command
+line > environment > ini file. Every value is validated with its source named; a bad value from
+the command line, the environment or the ini file is a usage error of the whole run, a bad
+marker argument an error of that test.
+
+``--interlace-replay=TOKEN`` replays one schedule for the selected marked tests instead of
+exploring; the report of every failure prints the exact ``pytest '<nodeid>'
+--interlace-replay=<token>`` line.
+
+Coexistence: the ``pytest_pyfunc_call`` hook runs first for marked tests and returns True, so
+pytest-asyncio (auto or strict mode) and anyio's plugin do not run them a second time; their
+unmarked tests are untouched. Ctrl-C, ``pytest.exit`` and ``pytest.skip`` inside an explored
+test end it as they would anywhere (the engine lets them through); a pytest-timeout alarm
+(signal method) inside the test ends the exploration and fails the test with the timeout.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Callable, Coroutine, Mapping
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from interlace._core.explorer import ReplayHints
+    from interlace._core.result import Exploration, Failure
+
+__all__ = ("pytest_addoption", "pytest_configure")
+
+MARKER_NAME = "interlace"
+RUNNER_NAME = "interlace-runner"
+
+MARKER_HELP = (
+    "interlace(max_schedules=..., strategy=..., seed=..., max_steps=..., max_time=..., "
+    "jitter=..., bound=..., depth=..., max_seconds=...): run this async def test under "
+    "interlace.explore, many deterministic schedules on a controlled event loop; a failure "
+    "shows the shrunk schedule and the command line that replays it"
+)
+
+# Where a value came from, as the messages name it.
+SOURCE_MARKER = "the @pytest.mark.interlace marker"
+SOURCE_COMMAND_LINE = "the command line"
+SOURCE_ENVIRONMENT = "the environment"
+SOURCE_INI = "the ini file"
+
+# User-facing messages; the tests format these same constants and match the output.
+MSG_NOT_WHOLE = "{setting}={value!r} from {source} is not a whole number >= {minimum}"
+MSG_NOT_NUMBER = "{setting}={value!r} from {source} is not a number >= {minimum}"
+MSG_NOT_STRATEGY = "{setting}={value!r} from {source} is not a strategy: use one of {choices}"
+MSG_MARKER_POSITIONAL = (
+    "@pytest.mark.interlace takes keyword arguments only, got {args!r}: write e.g. "
+    "@pytest.mark.interlace(max_schedules=200)"
+)
+MSG_MARKER_UNKNOWN = "@pytest.mark.interlace got an unknown argument {name!r}: use one of {choices}"
+MSG_BAD_TOKEN = "--interlace-replay={token!r} from the command line is not usable: {reason}"
+MSG_NOT_ASYNC = (
+    "{nodeid} is marked @pytest.mark.interlace but is not an async def function: interlace "
+    "explores async def tests on its controlled event loop (plain functions that start threads "
+    "come in a later release). Make the test an async def, or remove the marker"
+)
+MSG_ANYIO_BACKEND = (
+    "{nodeid} is marked @pytest.mark.interlace but runs on the anyio backend {backend!r}: "
+    "interlace explores the asyncio backend only; parametrize anyio_backend with 'asyncio' "
+    "for this test"
+)
+MSG_HARNESS_ERROR = "interlace could not run {nodeid}: {error}"
+MSG_REPLAY_DIVERGED = "interlace could not replay the schedule for {nodeid}: {error}"
+MSG_FOUND = "interlace found {article} {kind} in {nodeid} after {schedules} (seed {seed}):"
+MSG_REPLAY_STILL_FAILS = "interlace: the replayed schedule still fails with {article} {kind}:"
+MSG_EXPLORED = (
+    "{nodeid}: {outcome} in {schedules} (seed {seed}, strategy {strategy}{exhausted}, "
+    "{elapsed:.2f} s)"
+)
+MSG_EXHAUSTED = ", bounded space exhausted"
+MSG_REPLAY_PASSED = (
+    "{nodeid}: the schedule in --interlace-replay no longer fails (the test ran to completion "
+    "under it)"
+)
+MSG_REPLAY_FAILED = "{nodeid}: the schedule in --interlace-replay still fails ({kind})"
+MSG_REPLAY_UNUSED = (
+    "--interlace-replay was given but no selected test is marked @pytest.mark.interlace; "
+    "select the test from the report's replay line"
+)
+SECTION = "interlace"
+
+# knob -> (kind, minimum, example); kinds: "whole", "number", "strategy".
+_MARKER_KNOBS: dict[str, tuple[str, float, str]] = {
+    "max_schedules": ("whole", 1, "500"),
+    "strategy": ("strategy", 0, "'auto'"),
+    "seed": ("whole", 0, "12345"),
+    "max_steps": ("whole", 1, "200000"),
+    "max_time": ("number", 0.0, "3600.0"),
+    "jitter": ("number", 0.0, "0.01"),
+    "bound": ("whole", 0, "2"),
+    "depth": ("whole", 1, "3"),
+    "max_seconds": ("number", 0.0, "60.0"),
+}
+# The knobs that can also come from the command line, the environment and the ini file.
+_CONFIG_KNOBS = ("max_schedules", "strategy", "seed")
+
+
+class _Invalid(Exception):
+    """A setting failed validation; the message is the user-facing text."""
+
+
+def _option(knob: str) -> str:
+    return "--interlace-" + knob.replace("_", "-")
+
+
+def _env(knob: str) -> str:
+    return "INTERLACE_" + knob.upper()
+
+
+def _ini(knob: str) -> str:
+    return "interlace_" + knob
+
+
+def _strategies() -> tuple[str, ...]:
+    from interlace._core.strategy import STRATEGIES
+
+    return tuple(STRATEGIES)
+
+
+def _check(knob: str, setting: str, value: object, source: str) -> object:
+    """Validate one value: a string from the config sources, any object from the marker."""
+    kind, minimum, _ = _MARKER_KNOBS[knob]
+    # Config sources give text to parse; the marker gives Python values to check as they are.
+    text = value.strip() if isinstance(value, str) and source != SOURCE_MARKER else None
+    if kind == "strategy":
+        choices = _strategies()
+        name = text if text is not None else value
+        if not isinstance(name, str) or name not in choices:
+            raise _Invalid(
+                MSG_NOT_STRATEGY.format(
+                    setting=setting,
+                    value=value,
+                    source=source,
+                    choices=", ".join(repr(c) for c in choices),
+                )
+            )
+        return name
+    if kind == "whole":
+        number: object = value
+        if text is not None:
+            try:
+                number = int(text, 10)
+            except ValueError:
+                number = None
+        if isinstance(number, bool) or not isinstance(number, int) or number < minimum:
+            raise _Invalid(
+                MSG_NOT_WHOLE.format(
+                    setting=setting, value=value, source=source, minimum=int(minimum)
+                )
+            )
+        return number
+    real: object = value
+    if text is not None:
+        try:
+            real = float(text)
+        except ValueError:
+            real = None
+    if (
+        isinstance(real, bool)
+        or not isinstance(real, (int, float))
+        or not minimum <= real < float("inf")
+    ):
+        raise _Invalid(
+            MSG_NOT_NUMBER.format(setting=setting, value=value, source=source, minimum=minimum)
+        )
+    return float(real)
+
+
+def _config_settings(config: pytest.Config) -> dict[str, object]:
+    """The command line > environment > ini file value of each config knob that is set."""
+    settings: dict[str, object] = {}
+    for knob in _CONFIG_KNOBS:
+        candidates: list[tuple[str, object, str]] = [
+            (_option(knob), config.getoption(_ini(knob)), SOURCE_COMMAND_LINE),
+            (_env(knob), os.environ.get(_env(knob)), SOURCE_ENVIRONMENT),
+            (_ini(knob), config.getini(_ini(knob)), SOURCE_INI),
+        ]
+        for setting, value, source in candidates:
+            if value is None or (isinstance(value, str) and not value.strip()):
+                continue
+            settings[knob] = _check(knob, setting, value, source)
+            break
+    return settings
+
+
+def _marker_settings(item: pytest.Item) -> dict[str, object]:
+    """Validate the closest ``interlace`` marker's arguments."""
+    marker = item.get_closest_marker(MARKER_NAME)
+    assert marker is not None
+    if marker.args:
+        raise _Invalid(MSG_MARKER_POSITIONAL.format(args=marker.args))
+    settings: dict[str, object] = {}
+    for name, value in marker.kwargs.items():
+        if name not in _MARKER_KNOBS:
+            raise _Invalid(MSG_MARKER_UNKNOWN.format(name=name, choices=", ".join(_MARKER_KNOBS)))
+        settings[name] = _check(name, name, value, SOURCE_MARKER)
+    return settings
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Register the ``--interlace-*`` options and the ``interlace_*`` ini keys."""
+    group = parser.getgroup("interlace", "interlace: explore schedules of marked async tests")
+    group.addoption(
+        _option("max_schedules"),
+        dest=_ini("max_schedules"),
+        metavar="N",
+        default=None,
+        help="the most schedules to run per @pytest.mark.interlace test (default 1000; the "
+        "marker's max_schedules wins). Env: INTERLACE_MAX_SCHEDULES; ini: "
+        "interlace_max_schedules",
+    )
+    group.addoption(
+        _option("strategy"),
+        dest=_ini("strategy"),
+        metavar="NAME",
+        default=None,
+        help="how schedules are chosen: auto (default), random, pct, delay or exhaustive. "
+        "Env: INTERLACE_STRATEGY; ini: interlace_strategy",
+    )
+    group.addoption(
+        _option("seed"),
+        dest=_ini("seed"),
+        metavar="N",
+        default=None,
+        help="a seed (whole number >= 0) that makes every exploration repeatable (default: a "
+        "fresh seed per test, shown in its report). Env: INTERLACE_SEED; ini: interlace_seed",
+    )
+    group.addoption(
+        "--interlace-replay",
+        dest="interlace_replay",
+        metavar="TOKEN",
+        default=None,
+        help="replay exactly this schedule (a token from a failure report) for the selected "
+        "marked tests instead of exploring; a schedule that no longer fails passes",
+    )
+    parser.addini(
+        _ini("max_schedules"), "interlace: the most schedules per marked test", default=""
+    )
+    parser.addini(_ini("strategy"), "interlace: the exploration strategy", default="")
+    parser.addini(_ini("seed"), "interlace: a seed that makes explorations repeatable", default="")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the marker, validate the settings and install the runner."""
+    config.addinivalue_line("markers", MARKER_HELP)
+    try:
+        settings = _config_settings(config)
+    except _Invalid as exc:
+        raise pytest.UsageError(str(exc)) from None
+    token = config.getoption("interlace_replay")
+    if token is not None:
+        from interlace._core.schedule import decode_token
+        from interlace.errors import ReplayTokenError
+
+        try:
+            decode_token(token)
+        except ReplayTokenError as exc:
+            raise pytest.UsageError(MSG_BAD_TOKEN.format(token=token, reason=exc)) from None
+    if not config.pluginmanager.has_plugin(RUNNER_NAME):
+        # Registered now, after every entry-point plugin: among tryfirst pytest_pyfunc_call
+        # hooks the last registered runs first, so anyio's (also tryfirst) comes after ours.
+        config.pluginmanager.register(_Runner(settings, token), RUNNER_NAME)
+
+
+_settings_key = pytest.StashKey[dict[str, object]]()
+
+
+class _TimeoutGuard:
+    """Ends an exploration quickly once pytest-timeout's alarm went off inside the target.
+
+    Invariant: ``fired`` is None until the signal-method alarm raised its ``Failed`` inside
+    the test; from then on every run of the target raises a copy at once, so shrinking and
+    recording take no time, and the plugin re-raises the original after ``explore`` returns.
+    """
+
+    def __init__(self) -> None:
+        self.fired: BaseException | None = None
+
+    def check(self) -> None:
+        fired = self.fired
+        if fired is not None:
+            msg = getattr(fired, "msg", str(fired))
+            raise pytest.fail.Exception(msg, pytrace=False)
+
+    def observe(self, exc: BaseException) -> None:
+        if self.fired is None and _raised_by_pytest_timeout(exc.__traceback__):
+            self.fired = exc
+
+
+def _raised_by_pytest_timeout(tb: TracebackType | None) -> bool:
+    while tb is not None:
+        if tb.tb_frame.f_globals.get("__name__") == "pytest_timeout":
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def _coroutine_function(obj: object) -> Callable[..., Coroutine[Any, Any, Any]] | None:
+    """The test's ``async def`` function, looking through sync wrappers (pytest-asyncio's)."""
+    seen = 0
+    while obj is not None and seen < 20:
+        if inspect.iscoroutinefunction(obj):
+            return obj
+        obj = getattr(obj, "__wrapped__", None)
+        seen += 1
+    return None
+
+
+def _fixture_arguments(
+    function: Callable[..., Any], funcargs: Mapping[str, object]
+) -> dict[str, object]:
+    """The arguments pytest would pass: the function's parameters without defaults."""
+    arguments: dict[str, object] = {}
+    for parameter in inspect.signature(function).parameters.values():
+        if parameter.default is parameter.empty and parameter.name in funcargs:
+            arguments[parameter.name] = funcargs[parameter.name]
+    return arguments
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"
+
+
+@dataclass(eq=False)  # hashable by identity: pytest keeps plugins in sets
+class _Runner:
+    """Runs marked tests under the harness and keeps one summary line per test.
+
+    Attributes:
+        settings: the validated command line > environment > ini settings.
+        token: the ``--interlace-replay`` token, or None to explore.
+        lines: (always shown, text) per test, for the terminal summary.
+        replayed: how many tests replayed the token.
+    """
+
+    settings: dict[str, object]
+    token: str | None
+    lines: list[tuple[bool, str]] = field(default_factory=list)
+    replayed: int = 0
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        if item.get_closest_marker(MARKER_NAME) is None:
+            return
+        try:
+            marker = _marker_settings(item)
+        except _Invalid as exc:
+            pytest.fail(str(exc), pytrace=False)
+        item.stash[_settings_key] = {**self.settings, **marker}
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_pyfunc_call(self, pyfuncitem: pytest.Function) -> bool | None:
+        if pyfuncitem.get_closest_marker(MARKER_NAME) is None:
+            return None
+        __tracebackhide__ = True
+        self._run(pyfuncitem)
+        return True
+
+    def _hints(
+        self, item: pytest.Function, function: Callable[..., Any], arguments: Mapping[str, object]
+    ) -> ReplayHints:
+        from interlace._core.explorer import ReplayHints
+
+        module = getattr(function, "__module__", None) or item.module.__name__
+        qualname = getattr(function, "__qualname__", item.name)
+        plain = not arguments and "." not in qualname and "<" not in qualname
+        if plain:
+            api = f"{module}.{qualname}"
+            relative = os.path.relpath(item.path, item.config.invocation_params.dir)
+            cli = f"{relative}:{qualname}" if not relative.startswith("..") else ""
+        else:
+            api = f"<{module}.{qualname} called with its fixtures>"
+            cli = ""
+        return ReplayHints(api=api, cli=cli, pytest=item.nodeid)
+
+    def _run(self, item: pytest.Function) -> None:
+        nodeid = item.nodeid
+        function = _coroutine_function(item.obj)
+        if function is None:
+            pytest.fail(MSG_NOT_ASYNC.format(nodeid=nodeid), pytrace=False)
+        backend = item.funcargs.get("anyio_backend")
+        backend_name = backend[0] if isinstance(backend, tuple) else backend
+        if backend_name is not None and backend_name != "asyncio":
+            pytest.fail(
+                MSG_ANYIO_BACKEND.format(nodeid=nodeid, backend=backend_name), pytrace=False
+            )
+        arguments = _fixture_arguments(function, item.funcargs)
+        guard = _TimeoutGuard()
+
+        async def scenario() -> None:
+            __tracebackhide__ = True
+            guard.check()
+            try:
+                await function(**arguments)
+            except pytest.fail.Exception as exc:
+                guard.observe(exc)
+                raise
+
+        # The report names the main task's coroutine after the test, not this wrapper. No
+        # functools.wraps: a __wrapped__ would make the wrapper look like it takes arguments.
+        scenario.__qualname__ = function.__qualname__
+        scenario.__name__ = function.__name__
+        scenario.__module__ = function.__module__
+
+        from interlace.errors import InterlaceError, ReplayDivergedError
+        from interlace.harness.api import explore, replay
+
+        hints = self._hints(item, function, arguments)
+        if self.token is not None:
+            self.replayed += 1
+            try:
+                failure = replay(scenario, self.token, hints=hints)
+            except ReplayDivergedError as exc:
+                pytest.fail(MSG_REPLAY_DIVERGED.format(nodeid=nodeid, error=exc), pytrace=False)
+            if guard.fired is not None:
+                raise guard.fired
+            if failure is None:
+                self._record(item, True, MSG_REPLAY_PASSED.format(nodeid=nodeid))
+                return
+            header = MSG_REPLAY_STILL_FAILS.format(
+                article=_article(failure.kind), kind=failure.kind
+            )
+            line = MSG_REPLAY_FAILED.format(nodeid=nodeid, kind=failure.kind)
+            self._record(item, True, line, failure)
+            self._fail(item, failure, header)
+        settings = item.stash.get(_settings_key, self.settings)
+        try:
+            exploration = explore(scenario, hints=hints, **settings)  # type: ignore[arg-type]
+        except InterlaceError as exc:
+            pytest.fail(MSG_HARNESS_ERROR.format(nodeid=nodeid, error=exc), pytrace=False)
+        if guard.fired is not None:
+            raise guard.fired
+        failure = exploration.failure
+        line = _explored_line(nodeid, exploration)
+        self._record(item, False, line, failure)
+        if failure is not None:
+            header = MSG_FOUND.format(
+                article=_article(failure.kind),
+                kind=failure.kind,
+                nodeid=nodeid,
+                schedules=_plural(exploration.schedules, "schedule"),
+                seed=exploration.seed,
+            )
+            self._fail(item, failure, header)
+
+    def _record(
+        self, item: pytest.Item, always: bool, line: str, failure: Failure | None = None
+    ) -> None:
+        """Keep the summary line; the test's report section gets it (and the schedule)."""
+        self.lines.append((always, line))
+        text = line
+        if failure is not None and failure.kind == "exception":
+            # The failure itself is the user's exception, so the numbered schedule goes here.
+            text += "\n\n" + failure.report
+        item.add_report_section("call", SECTION, text)
+
+    @staticmethod
+    def _fail(item: pytest.Item, failure: Failure, header: str) -> None:
+        if failure.kind == "exception" and failure.exception is not None:
+            # The user's own exception, with the engine's note (schedule and replay lines).
+            __tracebackhide__ = True
+            raise failure.exception
+        # No __tracebackhide__ here: with every frame hidden pytest adds a "hidden frames" line.
+        pytest.fail(f"{header}\n{failure.report}", pytrace=False)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        verbose = terminalreporter.config.get_verbosity() > 0
+        shown = [line for always, line in self.lines if always or verbose]
+        if self.token is not None and not self.replayed:
+            shown.append(MSG_REPLAY_UNUSED)
+        if shown:
+            terminalreporter.section(SECTION)
+            for line in shown:
+                terminalreporter.line(line)
+
+
+def _explored_line(nodeid: str, exploration: Exploration) -> str:
+    failure = exploration.failure
+    outcome = "no failure" if failure is None else f"{_article(failure.kind)} {failure.kind} found"
+    return MSG_EXPLORED.format(
+        nodeid=nodeid,
+        outcome=outcome,
+        schedules=_plural(exploration.schedules, "schedule"),
+        seed=exploration.seed,
+        strategy=exploration.strategy,
+        exhausted=MSG_EXHAUSTED if exploration.exhausted else "",
+        elapsed=exploration.elapsed,
+    )
