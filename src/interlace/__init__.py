@@ -14,7 +14,8 @@ Importing this package is cheap and patches nothing: the harness is imported on 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import typing
+from typing import Any
 
 from interlace import errors
 
@@ -29,7 +30,7 @@ __all__ = (
     "replay",
 )
 
-if TYPE_CHECKING:
+if typing.TYPE_CHECKING:
     from interlace._core.result import Exploration, Failure
     from interlace.harness.api import explore, replay
 
