@@ -333,3 +333,13 @@ def test_executor_arguments_are_validated(kwargs: dict[str, float], match: str) 
 
 async def _noop(node_input: NodeInput) -> None:
     return None
+
+
+def test_validate_reports_a_cycle_in_a_graph_built_around_add_edge() -> None:
+    graph = _chain("a", "b")
+    graph.add_edge("a", "b")
+    # add_edge refuses cycles, so build one behind its back to check the second line of defence.
+    graph._successors["b"].append("a")
+    graph._predecessors["a"].append("b")
+    with pytest.raises(ValueError, match=r"the workflow graph has a cycle through \['a', 'b'\]"):
+        graph.validate()
