@@ -158,7 +158,16 @@ class _PCTChooser(Chooser):
 
     def choose(self, step: int, actors: Sequence[int], can_advance: bool) -> int:
         self.consult_at = step + 1
-        best = max(range(len(actors)), key=lambda i: self._priority_of(actors[i]))
+        priority = self._priority
+        best = 0
+        best_priority = -1e300
+        for index in range(len(actors)):
+            actor = actors[index]
+            value = priority.get(actor)
+            if value is None:
+                value = self._priority_of(actor)
+            if value > best_priority:
+                best, best_priority = index, value
         if step in self._change_points:
             self._low -= 1.0
             self._priority[actors[best]] = self._low

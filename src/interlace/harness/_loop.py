@@ -36,7 +36,7 @@ import heapq
 import threading
 from asyncio import events
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, overload
 
 from interlace._core.schedule import READY, TIMER, Decision, Settings
 from interlace._core.strategy import NEVER, Chooser
@@ -117,9 +117,10 @@ A yield or a timer wakeup may lag past a later timer only by the jitter window (
 class _Step(events.Handle):
     """A ready handle that remembers why it became ready (one of the causes above)."""
 
-    __slots__ = ("_il_cause",)
+    __slots__ = ("_il_actor", "_il_cause")
 
     _il_cause: int
+    _il_actor: int
     _callback: Callable[..., object]
     _cancelled: bool
 
@@ -131,6 +132,7 @@ class _Timer(events.TimerHandle):
 
     _il_seq: int
     _il_cause = EVENT  # a timer's own callback is a plain callback
+    _il_actor = 0
     _loop: Any
     _when: float
     _scheduled: bool
@@ -150,6 +152,7 @@ class _Arrival(events.Handle):
     __slots__ = ()
 
     _il_cause = EVENT
+    _il_actor = 0
     _loop: Any
 
     def _run(self) -> None:
@@ -217,6 +220,49 @@ def _job_timeout_message(func: Any) -> str:
         "through run_coroutine_threadsafe(...).result()) can never finish. Make the job "
         "independent of the loop, or test this path without interlace."
     )
+
+
+def _actor_of(handle: Any) -> int:
+    """The id of the task a ready handle steps (0 for a plain callback), computed once."""
+    actor: int = handle._il_actor
+    if actor < 0:
+        actor = handle._il_actor = _compute_actor(handle)
+    return actor
+
+
+def _compute_actor(handle: Any) -> int:
+    callback = handle._callback
+    task = getattr(callback, "__self__", None)
+    if isinstance(task, ControlledTask) and (
+        type(callback).__name__ == "TaskStepMethWrapper"
+        or getattr(callback, "__name__", "") in _TASK_CALLBACKS
+    ):
+        return task._il_id
+    return 0
+
+
+class _Actors(Sequence[int]):
+    """The actor ids of a decision's options, computed only for the ones a chooser reads.
+
+    The random walk and the exhaustive search only count options; PCT and replay read ids.
+    """
+
+    __slots__ = ("_handles",)
+
+    def __init__(self, handles: list[Any]) -> None:
+        self._handles = handles
+
+    def __len__(self) -> int:
+        return len(self._handles)
+
+    @overload
+    def __getitem__(self, index: int) -> int: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[int]: ...
+    def __getitem__(self, index: int | slice) -> int | Sequence[int]:
+        if isinstance(index, slice):
+            return [_actor_of(h) for h in self._handles[index]]
+        return _actor_of(self._handles[index])
 
 
 class ControlledEventLoop(asyncio.BaseEventLoop):
@@ -313,6 +359,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         if self._closed:
             raise RuntimeError("Event loop is closed")
         handle = _Step(callback, args, self, context)
+        handle._il_actor = -1
         if self._creating:
             handle._il_cause = FIRST
         elif type(callback).__name__ == "TaskStepMethWrapper" or (
@@ -471,7 +518,8 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
                 chooser.consult_at = max(chooser.consult_at, step + 2)
                 self._refresh_consult()
                 return handle
-            handles, actors, can_advance = self._options()
+            handles, can_advance = self._options()
+            actors = _Actors(handles)
             if len(handles) == 1 and not can_advance:
                 choice = 0
                 chooser.consult_at = max(chooser.consult_at, step + 2)
@@ -507,19 +555,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         self._refresh_consult()
         return handle
 
-    @staticmethod
-    def _actor(handle: Any) -> int:
-        """The id of the task a ready handle steps (0 for a plain callback)."""
-        callback = handle._callback
-        task = getattr(callback, "__self__", None)
-        if isinstance(task, ControlledTask) and (
-            type(callback).__name__ == "TaskStepMethWrapper"
-            or getattr(callback, "__name__", "") in _TASK_CALLBACKS
-        ):
-            return task._il_id
-        return 0
-
-    def _options(self) -> tuple[list[events.Handle], list[int], bool]:
+    def _options(self) -> tuple[list[Any], bool]:
         """The ready entries a decision may pick, in stock order, and whether it may advance.
 
         An entry is an option if every entry before it may be postponed: its cause is a
@@ -530,9 +566,9 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         lasted that long: finished jobs and threads always (their latency is real), yields
         and timer wakeups only when the timer is within the jitter window (loop lag).
         """
-        handles: list[events.Handle] = []
-        actors: list[int] = []
-        window = self._window
+        handles: list[Any] = []
+        append = handles.append
+        remaining = self._window
         fairness = self._fairness
         postponed = self._postponed
         parkable = True
@@ -540,22 +576,20 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         for handle in self._ready:
             if handle._cancelled:
                 continue
-            cause = getattr(handle, "_il_cause", EVENT)
-            handles.append(handle)
-            actors.append(self._actor(handle))
-            movable = cause in _POSTPONABLE and not (
-                postponed and postponed.get(handle, 0) >= fairness
-            )
-            if cause not in _PARKABLE:
+            append(handle)
+            cause = handle._il_cause
+            movable = cause >= TIMED and not (postponed and postponed.get(handle, 0) >= fairness)
+            if cause != IO:
                 parkable = False
-            if not movable or len(handles) >= window:
+            remaining -= 1
+            if not movable or not remaining:
                 break
         can_advance = False
         if movable and len(handles) == len(self._ready):
             timer = self._pending_timer()
             if timer is not None:
                 can_advance = parkable or timer._when - self._now <= self._jitter
-        return handles, actors, can_advance
+        return handles, can_advance
 
     def _pending_timer(self) -> _Timer | None:
         scheduled = self._scheduled
