@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import anyio
@@ -437,3 +438,27 @@ def test_a_stale_restore_is_found_and_shrunk_to_the_fewest_deviations() -> None:
     # once lets "b" save "a" as its old state, and "b" restores that stale value last.
     assert failure.deviations == 1
     assert failure.label == "needs await latency"
+
+
+async def _raises_in_a_child_task() -> None:
+    async def inner() -> None:
+        raise ValueError("boom")
+
+    await asyncio.gather(inner())
+
+
+def test_the_users_exception_keeps_only_the_users_frames() -> None:
+    failure = interlace.explore(_raises_in_a_child_task, max_schedules=1, seed=0).failure
+    assert failure is not None and isinstance(failure.exception, ValueError)
+    frames = traceback.extract_tb(failure.exception.__traceback__)
+    assert [frame.name for frame in frames] == ["_raises_in_a_child_task", "inner"]
+
+
+def test_a_target_that_cannot_be_imported_gets_no_command_line_replay() -> None:
+    async def local_scenario() -> None:
+        raise ValueError("boom")
+
+    failure = interlace.explore(local_scenario, max_schedules=1, seed=0).failure
+    assert failure is not None
+    assert "interlace replay " not in failure.report
+    assert "interlace.replay(" in failure.report

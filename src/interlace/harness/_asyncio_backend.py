@@ -9,13 +9,14 @@ from __future__ import annotations
 import asyncio
 import collections
 import inspect
+import types
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 from interlace._core.result import RunResult, StepRecord
 from interlace._core.schedule import READY, Decision, Settings
 from interlace._core.strategy import Chooser
-from interlace.harness._introspect import describe_task, location_of
+from interlace.harness._introspect import describe_task, is_library_file, location_of
 from interlace.harness._loop import Blocked, ControlledEventLoop, Diverged, OverBudget
 
 __all__ = ("AsyncioBackend", "is_passthrough")
@@ -128,7 +129,7 @@ class AsyncioBackend:
                     passthrough = exc
                 else:
                     kind = "exception"
-                    exception = exc
+                    exception = exc.with_traceback(_user_traceback(exc.__traceback__))
         finally:
             steps = loop._step
             _cleanup(loop)
@@ -144,6 +145,14 @@ class AsyncioBackend:
             trace=trace,
             divergence=loop.divergence,
         )
+
+
+def _user_traceback(tb: types.TracebackType | None) -> types.TracebackType | None:
+    """Drop the leading frames of the harness and asyncio that re-raised a task's exception."""
+    first = tb
+    while first is not None and is_library_file(first.tb_frame.f_code.co_filename):
+        first = first.tb_next
+    return first if first is not None else tb
 
 
 def _pending_tasks(loop: ControlledEventLoop) -> list[asyncio.Task[Any]]:

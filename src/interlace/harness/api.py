@@ -89,7 +89,9 @@ def check_target(target: Any) -> Callable[[], Any]:
 def _hints(target: Callable[..., Any]) -> ReplayHints:
     module = getattr(target, "__module__", None) or "__main__"
     qualname = str(getattr(target, "__qualname__", None) or getattr(target, "__name__", "target"))
-    cli = f"{module}:{qualname}" if "<" not in qualname else ""
+    # A function defined in __main__ or inside another function cannot be imported by
+    # `interlace replay MODULE:FUNCTION`, so the report leaves that line out.
+    cli = f"{module}:{qualname}" if "<" not in qualname and module != "__main__" else ""
     return ReplayHints(api=f"{module}.{qualname}", cli=cli)
 
 
