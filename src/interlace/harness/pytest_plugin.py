@@ -281,26 +281,48 @@ def pytest_configure(config: pytest.Config) -> None:
 _settings_key = pytest.StashKey[dict[str, object]]()
 
 
-class _TimeoutGuard:
-    """Ends an exploration quickly once pytest-timeout's alarm went off inside the target.
+class _EndedEarly(BaseException):
+    """Raised by every run after the test asked pytest to end it; never seen by users."""
 
-    Invariant: ``fired`` is None until the signal-method alarm raised its ``Failed`` inside
-    the test; from then on every run of the target raises a copy at once, so shrinking and
-    recording take no time, and the plugin re-raises the original after ``explore`` returns.
+
+class _OutcomeGuard:
+    """Ends an exploration at once when the test asks pytest to end it.
+
+    Two such outcomes reach the engine as if the schedule had failed, and it would shrink
+    and re-run the test: pytest-timeout's alarm (signal method), raised as ``Failed`` from
+    wherever the test was blocked, and ``pytest.skip`` (its ``Skipped`` class reports its
+    module as ``builtins``, so the engine's passthrough check does not recognise it).
+
+    Invariant: ``fired`` is None until one of them is raised inside the test; from then on
+    every run of the target raises :class:`_EndedEarly` at once, so the rest of the
+    exploration takes no time, and the plugin re-raises ``fired`` after the engine returns
+    (without any note the engine added to it meanwhile).
     """
 
     def __init__(self) -> None:
         self.fired: BaseException | None = None
+        self._notes = 0
 
     def check(self) -> None:
-        fired = self.fired
-        if fired is not None:
-            msg = getattr(fired, "msg", str(fired))
-            raise pytest.fail.Exception(msg, pytrace=False)
+        if self.fired is not None:
+            raise _EndedEarly
 
     def observe(self, exc: BaseException) -> None:
-        if self.fired is None and _raised_by_pytest_timeout(exc.__traceback__):
+        if self.fired is not None:
+            return
+        if isinstance(exc, pytest.skip.Exception) or _raised_by_pytest_timeout(exc.__traceback__):
             self.fired = exc
+            self._notes = len(getattr(exc, "__notes__", ()))
+
+    def reraise(self) -> None:
+        __tracebackhide__ = True
+        fired = self.fired
+        if fired is None:
+            return
+        notes = getattr(fired, "__notes__", None)
+        if notes is not None:
+            del notes[self._notes :]
+        raise fired
 
 
 def _raised_by_pytest_timeout(tb: TracebackType | None) -> bool:
@@ -404,14 +426,14 @@ class _Runner:
                 MSG_ANYIO_BACKEND.format(nodeid=nodeid, backend=backend_name), pytrace=False
             )
         arguments = _fixture_arguments(function, item.funcargs)
-        guard = _TimeoutGuard()
+        guard = _OutcomeGuard()
 
         async def scenario() -> None:
             __tracebackhide__ = True
             guard.check()
             try:
                 await function(**arguments)
-            except pytest.fail.Exception as exc:
+            except (pytest.fail.Exception, pytest.skip.Exception) as exc:
                 guard.observe(exc)
                 raise
 
@@ -431,8 +453,7 @@ class _Runner:
                 failure = replay(scenario, self.token, hints=hints)
             except ReplayDivergedError as exc:
                 pytest.fail(MSG_REPLAY_DIVERGED.format(nodeid=nodeid, error=exc), pytrace=False)
-            if guard.fired is not None:
-                raise guard.fired
+            guard.reraise()
             if failure is None:
                 self._record(item, True, MSG_REPLAY_PASSED.format(nodeid=nodeid))
                 return
@@ -447,8 +468,7 @@ class _Runner:
             exploration = explore(scenario, hints=hints, **settings)  # type: ignore[arg-type]
         except InterlaceError as exc:
             pytest.fail(MSG_HARNESS_ERROR.format(nodeid=nodeid, error=exc), pytrace=False)
-        if guard.fired is not None:
-            raise guard.fired
+        guard.reraise()
         failure = exploration.failure
         line = _explored_line(nodeid, exploration)
         self._record(item, False, line, failure)

@@ -1,0 +1,646 @@
+"""The pytest plugin, run the way users run it: pytester in a subprocess.
+
+Output is matched against the plugin's own message constants (pytest-timeout's style), so the
+tests and the plugin cannot drift apart. Settings validation runs in-process through
+``pytester.parseconfigure``, which exercises the same hook without a subprocess per case.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+
+import pytest
+
+from interlace.harness import pytest_plugin as plugin
+
+# Plugins installed for benchmarks; unrelated to what these tests check and slow to load.
+_QUIET: tuple[str, ...] = ("-p", "no:benchmark", "-p", "no:detangle")
+_QUIET += ("-p", "no:hypothesispytest", "-p", "no:cacheprovider")
+
+INI = """
+[pytest]
+asyncio_default_fixture_loop_scope = function
+"""
+
+BUGS = """
+import asyncio
+
+import pytest
+
+
+@pytest.mark.interlace(seed=7)
+async def test_lost_update():
+    count = [0]
+
+    async def increment():
+        seen = count[0]
+        await asyncio.sleep(0)
+        count[0] = seen + 1
+
+    task = asyncio.create_task(increment())
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    await increment()
+    await task
+    assert count[0] == 2
+"""
+
+FIXED = """
+import asyncio
+
+import pytest
+
+
+@pytest.mark.interlace(seed=7)
+async def test_lost_update():
+    count = [0]
+    lock = asyncio.Lock()
+
+    async def increment():
+        async with lock:
+            seen = count[0]
+            await asyncio.sleep(0)
+            count[0] = seen + 1
+
+    task = asyncio.create_task(increment())
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    await increment()
+    await task
+    assert count[0] == 2
+"""
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess(*_QUIET, *args)
+
+
+def pattern(template: str, **known: object) -> str:
+    """A constant as an fnmatch pattern: the given fields filled in, every other field ``*``."""
+    escaped = template.replace("[", "[[]")
+    fields = {name: "*" for name in re.findall(r"{(\w+)[^}]*}", template)}
+    fields.update({k: str(v) for k, v in known.items()})
+    return re.sub(r"{(\w+)[^}]*}", lambda m: fields[m.group(1)], escaped)
+
+
+def replay_line(output: str, nodeid: str) -> list[str]:
+    """The printed ``pytest '<nodeid>' --interlace-replay=TOKEN`` line, as arguments."""
+    match = re.search(rf"pytest '({re.escape(nodeid)})' --interlace-replay=(il1\.[\w-]+)", output)
+    assert match is not None, output
+    return [match.group(1), f"--interlace-replay={match.group(2)}"]
+
+
+def test_the_printed_replay_line_fails_the_same_way_until_the_bug_is_fixed(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini(INI)
+    pytester.makepyfile(test_bank=BUGS)
+    found = run(pytester)
+    found.assert_outcomes(failed=1)
+    found.stdout.fnmatch_lines(
+        [
+            ">       assert count[[]0] == 2",
+            "E       assert 1 == 2",
+            "E       interlace: failing schedule (*), needs await latency.",
+            "E           pytest 'test_bank.py::test_lost_update' --interlace-replay=il1.*",
+            "*- Captured interlace call -*",
+            pattern(plugin.MSG_EXPLORED, nodeid="test_bank.py::test_lost_update", seed=7),
+            "Failing schedule (* steps, shrunk from *):",
+            "Label: needs await latency (1 deviation from stock order)",
+        ]
+    )
+    args = replay_line(found.stdout.str(), "test_bank.py::test_lost_update")
+
+    replayed = run(pytester, *args)
+    replayed.assert_outcomes(failed=1)
+    replayed.stdout.fnmatch_lines(
+        [
+            "E       assert 1 == 2",
+            "*= interlace =*",
+            plugin.MSG_REPLAY_FAILED.format(
+                nodeid="test_bank.py::test_lost_update", kind="exception"
+            ),
+        ]
+    )
+    # The same schedule, step for step: the report's numbered steps are identical.
+    assert _schedule(replayed.stdout.str()) == _schedule(found.stdout.str())
+
+    pytester.makepyfile(test_bank=FIXED)
+    fixed = run(pytester, *args)
+    fixed.assert_outcomes(passed=1)
+    fixed.stdout.fnmatch_lines(
+        [plugin.MSG_REPLAY_PASSED.format(nodeid="test_bank.py::test_lost_update")]
+    )
+
+
+def _schedule(output: str) -> list[str]:
+    return re.findall(r"^ +\d+\. .*$", output, flags=re.MULTILINE)
+
+
+def test_a_deadlock_fails_with_the_report_and_passing_tests_show_schedules_and_seed(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini(INI)
+    pytester.makepyfile(
+        test_locks="""
+        import asyncio
+
+        import pytest
+
+
+        @pytest.fixture
+        def names():
+            return ("a", "b")
+
+
+        @pytest.mark.interlace(seed=3)
+        async def test_lock_order(names):
+            first, second = asyncio.Lock(), asyncio.Lock()
+
+            async def one():
+                async with first:
+                    await asyncio.sleep(0)
+                    async with second:
+                        pass
+
+            async def two():
+                async with second:
+                    await asyncio.sleep(0)
+                    async with first:
+                        pass
+
+            await asyncio.gather(one(), two())
+
+
+        @pytest.mark.interlace(seed=4, max_schedules=40)
+        async def test_with_a_lock(names):
+            lock = asyncio.Lock()
+            seen = []
+
+            async def append(name):
+                async with lock:
+                    await asyncio.sleep(0)
+                    seen.append(name)
+
+            await asyncio.gather(*(append(name) for name in names))
+            assert sorted(seen) == ["a", "b"]
+
+
+        @pytest.mark.interlace
+        async def test_settings_from_the_command_line():
+            await asyncio.sleep(0)
+        """
+    )
+    # The markers' settings beat the command line's; the unmarked knobs come from it.
+    result = run(pytester, "-v", "-rP", "--interlace-seed=9", "--interlace-max-schedules=2")
+    result.assert_outcomes(failed=1, passed=2)
+    header = plugin.MSG_FOUND.format(
+        article="a",
+        kind="deadlock",
+        nodeid="test_locks.py::test_lock_order",
+        schedules="1 schedule",
+        seed=3,
+    )
+    result.stdout.fnmatch_lines(
+        [
+            header,
+            "Failing schedule (* steps, shrunk from *):",
+            "Deadlock:",
+            "    task 'Task-2' at test_locks.py:* waits on Lock second held by task 'Task-3'",
+            "    task 'Task-3' at test_locks.py:* waits on Lock first held by task 'Task-2'",
+            "  pytest 'test_locks.py::test_lock_order' --interlace-replay=il1.*",
+            "  interlace.replay(<test_locks.test_lock_order called with its fixtures>, 'il1.*')",
+        ]
+    )
+    assert "All traceback entries are hidden" not in result.stdout.str()
+    assert "interlace replay test_locks.py" not in result.stdout.str()  # it takes fixtures
+    with_a_lock = pattern(
+        plugin.MSG_EXPLORED,
+        nodeid="test_locks.py::test_with_a_lock",
+        outcome="no failure",
+        schedules="40 schedules",
+        seed=4,
+        exhausted="",
+    )
+    from_the_command_line = pattern(
+        plugin.MSG_EXPLORED,
+        nodeid="test_locks.py::test_settings_from_the_command_line",
+        outcome="no failure",
+        schedules="2 schedules",
+        seed=9,
+    )
+    # In each test's report section (-rP) and in the -v terminal summary.
+    result.stdout.fnmatch_lines(["*- Captured interlace call -*", with_a_lock])
+    result.stdout.fnmatch_lines(["*- Captured interlace call -*", from_the_command_line])
+    result.stdout.fnmatch_lines(["*= interlace =*", with_a_lock, from_the_command_line])
+
+
+def test_explored_tests_see_the_controlled_loop_and_their_neighbours_do_not(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini(INI)
+    pytester.makepyfile(
+        # Runs first: loading the plugin and running unmarked tests import no harness.
+        test_a_light="""
+        import sys
+
+
+        def test_the_harness_is_not_imported():
+            assert "interlace.harness.api" not in sys.modules
+            assert "interlace._core" not in sys.modules
+        """,
+        test_b_neighbours="""
+        import asyncio
+
+        import pytest
+
+        runs = []
+
+
+        def loop_name():
+            return type(asyncio.get_running_loop()).__name__
+
+
+        @pytest.fixture
+        def anyio_backend():
+            return "asyncio"
+
+
+        @pytest.mark.asyncio
+        async def test_pytest_asyncio_runs_its_own_test():
+            assert loop_name() != "ControlledEventLoop"
+
+
+        @pytest.mark.anyio
+        async def test_anyio_runs_its_own_test():
+            assert loop_name() != "ControlledEventLoop"
+
+
+        @pytest.mark.interlace(max_schedules=5)
+        async def test_explored():
+            runs.append(loop_name())
+
+
+        @pytest.mark.interlace(max_schedules=5)
+        @pytest.mark.asyncio
+        async def test_explored_although_marked_asyncio():
+            runs.append(loop_name())
+
+
+        @pytest.mark.interlace(max_schedules=5)
+        @pytest.mark.anyio
+        @pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+        async def test_explored_with_anyio(anyio_backend):
+            import anyio
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(anyio.sleep, 0)
+            runs.append(loop_name())
+
+
+        @pytest.mark.interlace
+        async def test_skip_inside_an_explored_test():
+            pytest.skip("skipped from inside")
+
+
+        def test_each_explored_test_ran_on_the_controlled_loop():
+            assert runs == ["ControlledEventLoop"] * 15
+        """,
+    )
+    result = run(pytester, "-rs")
+    result.assert_outcomes(passed=7, failed=1, skipped=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*"
+            + plugin.MSG_ANYIO_BACKEND.format(
+                nodeid="test_b_neighbours.py::test_explored_with_anyio[[]trio]",
+                backend="trio",
+            )[:60]
+            + "*",
+            "SKIPPED * skipped from inside",
+        ]
+    )
+    assert "failing schedule" not in result.stdout.str()
+
+
+def test_pytest_asyncio_auto_mode_leaves_marked_tests_to_interlace(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini(INI + "asyncio_mode = auto\n")
+    pytester.makepyfile(
+        """
+        import asyncio
+
+        import pytest
+
+        runs = []
+
+
+        async def test_unmarked_runs_on_pytest_asyncio():
+            assert type(asyncio.get_running_loop()).__name__ != "ControlledEventLoop"
+
+
+        @pytest.mark.interlace(max_schedules=4)
+        async def test_marked_runs_under_interlace():
+            runs.append(type(asyncio.get_running_loop()).__name__)
+
+
+        def test_marked_ran_every_schedule():
+            assert runs == ["ControlledEventLoop"] * 4
+        """
+    )
+    run(pytester).assert_outcomes(passed=3)
+
+
+def test_marker_mistakes_fail_that_test_with_a_message_naming_the_marker(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini(INI)
+    pytester.makepyfile(
+        test_marks="""
+        import pytest
+
+
+        @pytest.mark.interlace(100)
+        async def test_positional():
+            pass
+
+
+        @pytest.mark.interlace(max_schedule=100)
+        async def test_misspelled():
+            pass
+
+
+        @pytest.mark.interlace(max_schedules="100")
+        async def test_text_count():
+            pass
+
+
+        @pytest.mark.interlace(seed=True)
+        async def test_bool_seed():
+            pass
+
+
+        @pytest.mark.interlace(strategy="bfs")
+        async def test_unknown_strategy():
+            pass
+
+
+        @pytest.mark.interlace(jitter=-1)
+        async def test_negative_jitter():
+            pass
+
+
+        @pytest.mark.interlace
+        def test_not_async():
+            pass
+
+
+        @pytest.mark.interlace(max_schedules=2)
+        async def test_fine():
+            pass
+        """
+    )
+    result = run(pytester)
+    result.assert_outcomes(passed=1, errors=6, failed=1)
+    source = plugin.SOURCE_MARKER
+    strategies = "'auto', 'random', 'pct', 'delay', 'exhaustive'"
+    expected = [
+        plugin.MSG_MARKER_POSITIONAL.format(args=(100,)),
+        plugin.MSG_MARKER_UNKNOWN.format(
+            name="max_schedule", choices=", ".join(plugin._MARKER_KNOBS)
+        ),
+        plugin.MSG_NOT_WHOLE.format(setting="max_schedules", value="100", source=source, minimum=1),
+        plugin.MSG_NOT_WHOLE.format(setting="seed", value=True, source=source, minimum=0),
+        plugin.MSG_NOT_STRATEGY.format(
+            setting="strategy", value="bfs", source=source, choices=strategies
+        ),
+        plugin.MSG_NOT_NUMBER.format(setting="jitter", value=-1, source=source, minimum=0.0),
+        plugin.MSG_NOT_ASYNC.format(nodeid="test_marks.py::test_not_async"),
+    ]
+    output = result.stdout.str()
+    for message in expected:
+        assert message in output
+    assert "Traceback" not in output
+    assert "pytest_plugin.py" not in output
+
+
+def test_a_bad_value_is_a_usage_error_without_a_traceback(pytester: pytest.Pytester) -> None:
+    pytester.makeini(INI)
+    pytester.makepyfile("def test_nothing():\n    pass\n")
+    result = run(pytester, "--interlace-max-schedules=abc")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    expected = plugin.MSG_NOT_WHOLE.format(
+        setting="--interlace-max-schedules",
+        value="abc",
+        source=plugin.SOURCE_COMMAND_LINE,
+        minimum=1,
+    )
+    assert result.stderr.lines == [f"ERROR: {expected}", ""]
+
+
+def test_a_damaged_replay_token_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makeini(INI)
+    with pytest.raises(pytest.UsageError) as caught:
+        pytester.parseconfigure("--interlace-replay=il1.abc")
+    prefix = plugin.MSG_BAD_TOKEN.format(token="il1.abc", reason="")
+    assert str(caught.value).startswith(prefix + "replay token 'il1.abc' is damaged")
+
+
+def _configure(pytester: pytest.Pytester, *args: str) -> plugin._Runner:
+    config = pytester.parseconfigure(*args)
+    runner = config.pluginmanager.get_plugin(plugin.RUNNER_NAME)
+    assert isinstance(runner, plugin._Runner)
+    return runner
+
+
+@pytest.mark.parametrize(
+    ("ini", "env", "option", "expected"),
+    [
+        ({}, {}, [], {}),
+        ({"interlace_seed": "1"}, {}, [], {"seed": 1}),
+        ({"interlace_seed": "1"}, {"INTERLACE_SEED": "2"}, [], {"seed": 2}),
+        ({"interlace_seed": "1"}, {"INTERLACE_SEED": "2"}, ["--interlace-seed=3"], {"seed": 3}),
+        ({"interlace_seed": "1"}, {"INTERLACE_SEED": " "}, [], {"seed": 1}),
+        (
+            {"interlace_max_schedules": "50", "interlace_strategy": "pct"},
+            {"INTERLACE_MAX_SCHEDULES": "60", "INTERLACE_STRATEGY": "random"},
+            ["--interlace-max-schedules", "70"],
+            {"max_schedules": 70, "strategy": "random"},
+        ),
+    ],
+)
+def test_command_line_beats_environment_beats_ini(
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    ini: dict[str, str],
+    env: dict[str, str],
+    option: list[str],
+    expected: dict[str, object],
+) -> None:
+    for knob in plugin._CONFIG_KNOBS:
+        monkeypatch.delenv(plugin._env(knob), raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    pytester.makeini(INI + "".join(f"{k} = {v}\n" for k, v in ini.items()))
+    assert _configure(pytester, *option).settings == expected
+
+
+@pytest.mark.parametrize(
+    ("source", "knob", "value", "message"),
+    [
+        ("ini", "max_schedules", "abc", plugin.MSG_NOT_WHOLE),
+        ("ini", "seed", "-1", plugin.MSG_NOT_WHOLE),
+        ("ini", "strategy", "dfs", plugin.MSG_NOT_STRATEGY),
+        ("env", "max_schedules", "0", plugin.MSG_NOT_WHOLE),
+        ("env", "seed", "1.5", plugin.MSG_NOT_WHOLE),
+        ("env", "strategy", "Random", plugin.MSG_NOT_STRATEGY),
+        ("option", "max_schedules", "ten", plugin.MSG_NOT_WHOLE),
+        ("option", "seed", "0x10", plugin.MSG_NOT_WHOLE),
+        ("option", "strategy", "pcts", plugin.MSG_NOT_STRATEGY),
+    ],
+)
+def test_a_bad_value_names_its_setting_and_source(
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    source: str,
+    knob: str,
+    value: str,
+    message: str,
+) -> None:
+    for name in plugin._CONFIG_KNOBS:
+        monkeypatch.delenv(plugin._env(name), raising=False)
+    args: list[str] = []
+    pytester.makeini(INI)
+    if source == "ini":
+        pytester.makeini(f"{INI}{plugin._ini(knob)} = {value}\n")
+        setting, where = plugin._ini(knob), plugin.SOURCE_INI
+    elif source == "env":
+        monkeypatch.setenv(plugin._env(knob), value)
+        setting, where = plugin._env(knob), plugin.SOURCE_ENVIRONMENT
+    else:
+        args = [f"{plugin._option(knob)}={value}"]
+        setting, where = plugin._option(knob), plugin.SOURCE_COMMAND_LINE
+    minimum = 0 if knob == "seed" else 1
+    expected = message.format(
+        setting=setting,
+        value=value,
+        source=where,
+        minimum=minimum,
+        choices="'auto', 'random', 'pct', 'delay', 'exhaustive'",
+    )
+    with pytest.raises(pytest.UsageError) as caught:
+        _configure(pytester, *args)
+    assert str(caught.value) == expected
+
+
+def test_pytest_exit_inside_an_explored_test_ends_the_session(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini(INI)
+    pytester.makepyfile(
+        """
+        import pytest
+
+
+        @pytest.mark.interlace
+        async def test_exits():
+            pytest.exit("leaving from inside the schedule", returncode=3)
+
+
+        def test_never_runs():
+            open("ran", "w").close()
+        """
+    )
+    result = run(pytester)
+    assert result.ret == 3
+    result.stdout.fnmatch_lines(["*Exit: leaving from inside the schedule*"])
+    assert not (pytester.path / "ran").exists()
+
+
+def test_keyboard_interrupt_inside_an_explored_test_interrupts_the_session(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini(INI)
+    pytester.makepyfile(
+        """
+        import asyncio
+
+        import pytest
+
+
+        @pytest.mark.interlace
+        async def test_interrupted():
+            await asyncio.sleep(0)
+            raise KeyboardInterrupt
+
+
+        def test_never_runs():
+            open("ran", "w").close()
+        """
+    )
+    result = run(pytester)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*! KeyboardInterrupt !*"])
+    assert not (pytester.path / "ran").exists()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the signal method needs SIGALRM")
+def test_pytest_timeout_signal_method_fails_an_explored_test_that_blocks(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini(INI)
+    pytester.makepyfile(
+        """
+        import time
+
+        import pytest
+
+
+        @pytest.mark.timeout(1, method="signal")
+        @pytest.mark.interlace
+        async def test_blocks_the_thread():
+            time.sleep(60)
+
+
+        def test_runs_afterwards():
+            pass
+        """
+    )
+    result = run(pytester, "--durations=0")
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(
+        [">       time.sleep(60)", "E       Failed: Timeout (>1.0s) from pytest-timeout."]
+    )
+    durations = re.search(r"([\d.]+)s call +\S+::test_blocks_the_thread", result.stdout.str())
+    assert durations is not None
+    assert float(durations.group(1)) < 10
+
+
+def test_pytest_timeout_thread_method_ends_a_blocked_explored_test(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini(INI)
+    pytester.makepyfile(
+        """
+        import time
+
+        import pytest
+
+
+        @pytest.mark.timeout(1, method="thread")
+        @pytest.mark.interlace
+        async def test_blocks_the_thread():
+            time.sleep(60)
+        """
+    )
+    result = pytester.runpytest_subprocess(*_QUIET, timeout=30)
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*+ Timeout +*", "*time.sleep(60)", "*+ Timeout +*"])
+
+
+def test_the_marker_is_registered_with_its_help(pytester: pytest.Pytester) -> None:
+    pytester.makeini(INI)
+    config = pytester.parseconfigure("--strict-markers")
+    assert plugin.MARKER_HELP in config.getini("markers")
