@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable
 
@@ -462,3 +463,43 @@ def test_a_target_that_cannot_be_imported_gets_no_command_line_replay() -> None:
     assert failure is not None
     assert "interlace replay " not in failure.report
     assert "interlace.replay(" in failure.report
+
+
+async def _two_jobs_racing() -> None:
+    box = {"n": 0}
+
+    def read_modify_write() -> None:
+        value = box["n"]
+        box["n"] = value + 1
+
+    await asyncio.gather(asyncio.to_thread(read_modify_write), asyncio.to_thread(read_modify_write))
+
+
+def test_exhaustion_is_not_claimed_when_executor_jobs_ran_as_opaque_steps() -> None:
+    exploration = interlace.explore(_two_jobs_racing, strategy="exhaustive", max_schedules=100)
+    assert exploration.failure is None
+    assert exploration.exhausted is False
+
+
+def test_exhaustion_is_claimed_for_a_fully_explored_program_without_jobs() -> None:
+    exploration = interlace.explore(
+        tasks_gather_and_task_groups, strategy="exhaustive", max_schedules=10_000, seed=0
+    )
+    assert exploration.failure is None
+    assert exploration.exhausted is True
+
+
+async def _callbacks_then_deadlock() -> None:
+    loop = asyncio.get_running_loop()
+    loop.call_soon(functools.partial(print, end=""))
+    await asyncio.sleep(0)
+    await asyncio.Lock().acquire()
+    await asyncio.Event().wait()
+
+
+def test_reports_contain_no_memory_addresses() -> None:
+    failure = interlace.explore(_callbacks_then_deadlock, max_schedules=1, seed=0).failure
+    assert failure is not None
+    assert failure.kind == "deadlock"
+    assert "callback partial(print)" in failure.report
+    assert " at 0x" not in failure.report

@@ -49,6 +49,8 @@ class RunResult:
     decisions: tuple[Decision, ...]
     trace: tuple[StepRecord, ...] = ()
     divergence: str | None = None
+    opaque: bool = False
+    """Code ran outside the schedule (executor jobs, real threads): exhaustion proves less."""
 
     def same_failure(self, other: RunResult) -> bool:
         """Whether two runs fail the same way (kind, and exception type for exceptions)."""

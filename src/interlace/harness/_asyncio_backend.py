@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import inspect
 import types
 from collections.abc import Callable, Coroutine
@@ -78,11 +79,21 @@ class _Recorder:
             self.step_counts[name] += 1
         else:
             name = "loop"
-            action = "callback " + getattr(callback, "__qualname__", repr(callback))
+            action = "callback " + _callable_name(callback)
             resumed = ""
             handle._run()
             suspended = ""
         self.records.append(StepRecord(step, name, action, resumed, suspended, deviation))
+
+
+def _callable_name(callback: Any) -> str:
+    """A name for a callback that is the same in every process (no addresses)."""
+    if isinstance(callback, functools.partial):
+        return f"partial({_callable_name(callback.func)})"
+    name = getattr(callback, "__qualname__", None)
+    if isinstance(name, str):
+        return name
+    return type(callback).__qualname__
 
 
 def _deviation_text(decision: Decision) -> str:
@@ -144,6 +155,7 @@ class AsyncioBackend:
             decisions=tuple(loop.decisions),
             trace=trace,
             divergence=loop.divergence,
+            opaque=loop.opaque,
         )
 
 

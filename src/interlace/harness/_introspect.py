@@ -89,6 +89,8 @@ def location_of(task: asyncio.Task[Any]) -> tuple[str, str]:
     filename = found.f_code.co_filename
     line = found.f_lineno
     text = linecache.getline(filename, line).strip()
+    if text.count("(") > text.count(")") or text.count("[") > text.count("]"):
+        text += " …"  # the statement goes on over more lines
     return f"{short_path(filename)}:{line}", text
 
 
@@ -130,7 +132,7 @@ def name_of(obj: Any) -> str:
             for key, value in vars(referrer).items():
                 if value is obj:
                     return f"{type(referrer).__name__}.{key}"
-    return f"{type(obj).__name__} at {id(obj):#x}"
+    return f"(an unnamed {type(obj).__name__})"
 
 
 def _primitive_waiting_on(future: Any) -> Any:

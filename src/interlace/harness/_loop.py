@@ -307,6 +307,9 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         self._postponed: dict[events.Handle, int] = {}
         self._cause = EVENT
         self._creating = False
+        self.opaque = False
+        """True once code ran outside the schedule (an executor job, a real thread's callback):
+        schedules of this run that differ only inside that code were not explored."""
         self._parked: list[events.Handle] = []
         self._advance_requested = False
         self._inbox: collections.deque[events.Handle] = collections.deque()
@@ -408,6 +411,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         self._check_closed()
         if self._thread_id is None or threading.get_ident() == self._thread_id:
             return self.call_soon(callback, *args, context=context)
+        self.opaque = True
         handle = _Arrival(callback, args, self, context)
         with self._inbox_lock:
             self._inbox.append(handle)
@@ -438,6 +442,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
     ) -> None:
         if future.cancelled():
             return
+        self.opaque = True
         if executor is None:
             if self._job_executor is None:
                 self._job_executor = concurrent.futures.ThreadPoolExecutor(
