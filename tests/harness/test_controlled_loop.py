@@ -450,7 +450,8 @@ async def _raises_in_a_child_task() -> None:
 
 def test_the_users_exception_keeps_only_the_users_frames() -> None:
     failure = interlace.explore(_raises_in_a_child_task, max_schedules=1, seed=0).failure
-    assert failure is not None and isinstance(failure.exception, ValueError)
+    assert failure is not None
+    assert isinstance(failure.exception, ValueError)
     frames = traceback.extract_tb(failure.exception.__traceback__)
     assert [frame.name for frame in frames] == ["_raises_in_a_child_task", "inner"]
 
