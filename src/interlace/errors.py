@@ -22,7 +22,7 @@ class InterlaceError(Exception):
 
 
 class ConfigError(InterlaceError, ValueError):
-    """A setting (argument, marker, command-line option, ini key or environment variable) is invalid.
+    """A setting (argument, marker, option, ini key or environment variable) is invalid.
 
     The message names the setting, the offending value, where it came from and what to use instead.
     """
