@@ -504,3 +504,33 @@ def test_reports_contain_no_memory_addresses() -> None:
     assert failure.kind == "deadlock"
     assert "callback partial(print)" in failure.report
     assert " at 0x" not in failure.report
+
+
+async def _anyio_lock_order_deadlock() -> None:
+    first, second = anyio.Lock(), anyio.Lock()
+
+    async def forward() -> None:
+        async with first:
+            await anyio.sleep(0)
+            async with second:
+                pass
+
+    async def backward() -> None:
+        async with second:
+            await anyio.sleep(0)
+            async with first:
+                pass
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(forward, name="forward")
+        group.start_soon(backward, name="backward")
+
+
+def test_an_anyio_deadlock_names_the_locks_their_holders_and_the_task_group() -> None:
+    failure = interlace.explore(_anyio_lock_order_deadlock, max_schedules=10, seed=0).failure
+    assert failure is not None
+    assert failure.kind == "deadlock"
+    assert "waits for its task group to finish ('forward', 'backward')" in failure.detail
+    assert "task 'forward'" in failure.detail
+    assert "waits on Lock second held by task 'backward'" in failure.detail
+    assert "waits on Lock first held by task 'forward'" in failure.detail

@@ -8,6 +8,7 @@ may be slow (``gc.get_referrers``). Lock ownership is the one thing asyncio does
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import gc
 import linecache
@@ -135,27 +136,52 @@ def name_of(obj: Any) -> str:
     return f"(an unnamed {type(obj).__name__})"
 
 
+_CONTAINERS = (list, tuple, dict, set, collections.deque, collections.OrderedDict)
+
+
 def _primitive_waiting_on(future: Any) -> Any:
-    """The asyncio/anyio primitive whose waiter list holds ``future``, if any."""
-    for container in gc.get_referrers(future):
-        if not isinstance(container, (list, dict, set, tuple)) and type(container).__name__ not in (
-            "deque",
-            "OrderedDict",
-        ):
-            continue
-        for holder in gc.get_referrers(container):
-            candidates = [holder]
-            if isinstance(holder, dict):
-                candidates = [
-                    h for h in gc.get_referrers(holder) if getattr(h, "__dict__", None) is holder
-                ]
-            for candidate in candidates:
-                module = type(candidate).__module__
-                if module.startswith(("asyncio", "anyio")) and not isinstance(
-                    candidate, (asyncio.Future, asyncio.Handle, types.FrameType)
-                ):
-                    return candidate
+    """The asyncio/anyio primitive whose waiter list holds ``future``, if any.
+
+    Walks referrers breadth-first through containers (asyncio keeps waiters in a deque,
+    anyio in a deque of ``(task, future)`` tuples) and instance dicts, a few levels deep.
+    """
+    frontier = [future]
+    seen = {id(future)}
+    for _ in range(4):
+        next_frontier = []
+        for obj in frontier:
+            for referrer in gc.get_referrers(obj):
+                if id(referrer) in seen or isinstance(referrer, types.FrameType):
+                    continue
+                seen.add(id(referrer))
+                if isinstance(referrer, _CONTAINERS):
+                    if isinstance(referrer, dict):
+                        owner = next(
+                            (
+                                h
+                                for h in gc.get_referrers(referrer)
+                                if getattr(h, "__dict__", None) is referrer
+                            ),
+                            None,
+                        )
+                        if owner is not None and _is_primitive(owner):
+                            return owner
+                    next_frontier.append(referrer)
+                elif _is_primitive(referrer):
+                    return referrer
+        frontier = next_frontier
     return None
+
+
+def _is_primitive(obj: Any) -> bool:
+    module = type(obj).__module__
+    return module.startswith(("asyncio", "anyio")) and not isinstance(
+        obj, (asyncio.Future, asyncio.Handle, types.FrameType, types.CoroutineType)
+    )
+
+
+def _creation_order(task: asyncio.Task[Any]) -> int:
+    return int(getattr(task, "_il_id", 0))
 
 
 def _task_label(task: asyncio.Task[Any]) -> str:
@@ -192,6 +218,10 @@ def describe_wait(task: asyncio.Task[Any]) -> str:
     if primitive is None:
         return f"waits on a future that nothing will complete ({name_of(waiter)})"
     kind = type(primitive).__name__
+    if kind == "TaskGroup":
+        children = [t for t in getattr(primitive, "_tasks", ()) if isinstance(t, asyncio.Task)]
+        names = ", ".join(_task_label(t) for t in sorted(children, key=_creation_order))
+        return f"waits for its task group to finish ({names or 'no task left'})"
     text = f"waits on {kind} {name_of(primitive)}"
     holders = holders_of(primitive)
     if holders:
