@@ -9,6 +9,7 @@ import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 import interlace
@@ -511,13 +512,13 @@ async def _anyio_lock_order_deadlock() -> None:
 
     async def forward() -> None:
         async with first:
-            await anyio.sleep(0)
+            await anyio.lowlevel.checkpoint()
             async with second:
                 pass
 
     async def backward() -> None:
         async with second:
-            await anyio.sleep(0)
+            await anyio.lowlevel.checkpoint()
             async with first:
                 pass
 
