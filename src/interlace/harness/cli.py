@@ -223,12 +223,17 @@ def _async_names(module: object) -> str:
 
 def _user_traceback(exc: BaseException) -> str:
     """The exception's traceback without importlib's and interlace's own frames."""
-    interlace_dir = str(Path(__file__).resolve().parent.parent)
+    stdlib = os.path.dirname(os.__file__) + os.sep
+    hidden = (
+        "<frozen importlib",
+        str(Path(__file__).resolve().parent.parent) + os.sep,
+        stdlib + "importlib" + os.sep,
+        stdlib + "asyncio" + os.sep,
+    )
     frames = [
         frame
         for frame in traceback.extract_tb(exc.__traceback__)
-        if not frame.filename.startswith(("<frozen importlib", interlace_dir))
-        and not frame.filename.startswith(os.path.dirname(os.__file__) + os.sep + "asyncio")
+        if not frame.filename.startswith(hidden)
     ]
     lines = ["Traceback (most recent call last):\n", *traceback.format_list(frames)]
     lines.append(_exception_text(exc) + "\n")
