@@ -8,7 +8,10 @@ tests and the plugin cannot drift apart. Settings validation runs in-process thr
 from __future__ import annotations
 
 import re
+import signal
+import subprocess
 import sys
+import time
 
 import pytest
 
@@ -559,30 +562,49 @@ def test_pytest_exit_inside_an_explored_test_ends_the_session(
     assert not (pytester.path / "ran").exists()
 
 
-def test_keyboard_interrupt_inside_an_explored_test_interrupts_the_session(
-    pytester: pytest.Pytester,
-) -> None:
+@pytest.mark.skipif(sys.platform == "win32", reason="sends SIGINT")
+def test_ctrl_c_during_an_exploration_interrupts_the_session(pytester: pytest.Pytester) -> None:
     pytester.makeini(INI)
     pytester.makepyfile(
         """
         import asyncio
+        import pathlib
+        import time
 
         import pytest
 
 
-        @pytest.mark.interlace
-        async def test_interrupted():
-            await asyncio.sleep(0)
-            raise KeyboardInterrupt
+        @pytest.mark.interlace(max_schedules=1_000_000, strategy="random")
+        async def test_long_exploration():
+            pathlib.Path("started").touch()
+            for _ in range(20):
+                time.sleep(0.001)
+                await asyncio.sleep(0)
 
 
         def test_never_runs():
-            open("ran", "w").close()
+            pathlib.Path("ran").touch()
         """
     )
-    result = run(pytester)
-    assert result.ret == pytest.ExitCode.INTERRUPTED
-    result.stdout.fnmatch_lines(["*! KeyboardInterrupt !*"])
+    process = pytester.popen(
+        [sys.executable, "-m", "pytest", *_QUIET],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        # A shell's background job starts with SIGINT ignored; Ctrl-C needs the default.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    deadline = time.monotonic() + 60
+    while not (pytester.path / "started").exists():
+        assert process.poll() is None
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    time.sleep(0.2)  # well inside the exploration
+    process.send_signal(signal.SIGINT)
+    output, _ = process.communicate(timeout=60)
+    assert process.returncode == pytest.ExitCode.INTERRUPTED, output
+    assert "! KeyboardInterrupt !" in output
     assert not (pytester.path / "ran").exists()
 
 
