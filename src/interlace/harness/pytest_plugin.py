@@ -17,9 +17,9 @@ exploring; the report of every failure prints the exact ``pytest '<nodeid>'
 
 Coexistence: the ``pytest_pyfunc_call`` hook runs first for marked tests and returns True, so
 pytest-asyncio (auto or strict mode) and anyio's plugin do not run them a second time; their
-unmarked tests are untouched. Ctrl-C, ``pytest.exit`` and ``pytest.skip`` inside an explored
-test end it as they would anywhere (the engine lets them through); a pytest-timeout alarm
-(signal method) inside the test ends the exploration and fails the test with the timeout.
+unmarked tests are untouched. Ctrl-C, ``pytest.exit``, ``pytest.skip`` and ``pytest.xfail``
+inside an explored test end it as they would anywhere; a pytest-timeout alarm (signal method)
+inside the test ends the exploration and fails the test with the timeout.
 """
 
 from __future__ import annotations
@@ -462,7 +462,7 @@ class _Runner:
             )
             line = MSG_REPLAY_FAILED.format(nodeid=nodeid, kind=failure.kind)
             self._record(item, True, line, failure)
-            self._fail(item, failure, header)
+            self._fail(failure, header)
         settings = item.stash.get(_settings_key, self.settings)
         try:
             exploration = explore(scenario, hints=hints, **settings)  # type: ignore[arg-type]
@@ -480,7 +480,7 @@ class _Runner:
                 schedules=_plural(exploration.schedules, "schedule"),
                 seed=exploration.seed,
             )
-            self._fail(item, failure, header)
+            self._fail(failure, header)
 
     def _record(
         self, item: pytest.Item, always: bool, line: str, failure: Failure | None = None
@@ -494,7 +494,7 @@ class _Runner:
         item.add_report_section("call", SECTION, text)
 
     @staticmethod
-    def _fail(item: pytest.Item, failure: Failure, header: str) -> None:
+    def _fail(failure: Failure, header: str) -> None:
         if failure.kind == "exception" and failure.exception is not None:
             # The user's own exception, with the engine's note (schedule and replay lines).
             __tracebackhide__ = True
