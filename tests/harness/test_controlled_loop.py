@@ -535,3 +535,28 @@ def test_an_anyio_deadlock_names_the_locks_their_holders_and_the_task_group() ->
     assert "task 'forward'" in failure.detail
     assert "waits on Lock second held by task 'backward'" in failure.detail
     assert "waits on Lock first held by task 'forward'" in failure.detail
+
+
+async def _skips() -> None:
+    pytest.skip("not on this platform")
+
+
+async def _xfails() -> None:
+    pytest.xfail("known")
+
+
+async def _fails() -> None:
+    pytest.fail("a real failure")
+
+
+@pytest.mark.parametrize("scenario", [_skips, _xfails])
+def test_pytest_skip_and_xfail_end_the_exploration_instead_of_failing(scenario: Scenario) -> None:
+    with pytest.raises((pytest.skip.Exception, pytest.xfail.Exception)):
+        interlace.explore(scenario, max_schedules=10, seed=0)
+
+
+def test_pytest_fail_is_a_failure() -> None:
+    failure = interlace.explore(_fails, max_schedules=10, seed=0).failure
+    assert failure is not None
+    assert failure.kind == "exception"
+    assert isinstance(failure.exception, pytest.fail.Exception)

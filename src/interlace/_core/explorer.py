@@ -42,7 +42,8 @@ class ReplayHints:
     """How to name the target in the report's replay lines.
 
     Attributes:
-        api: the target as a Python expression, e.g. ``tests.test_bank.test_transfer``.
+        api: the target as a Python expression, e.g. ``tests.test_bank.test_transfer``, or
+            empty when there is none (a test that takes fixtures).
         cli: the target as ``MODULE:FUNCTION`` for ``interlace replay``, or empty.
         pytest: the pytest node id, or empty outside pytest.
     """
@@ -174,7 +175,8 @@ def replay_lines(token: str, hints: ReplayHints) -> list[str]:
     lines = []
     if hints.pytest:
         lines.append(f"pytest '{hints.pytest}' --interlace-replay={token}")
-    lines.append(f"interlace.replay({hints.api}, {token!r})")
+    if hints.api:
+        lines.append(f"interlace.replay({hints.api}, {token!r})")
     if hints.cli:
         lines.append(f"interlace replay {hints.cli} {token}")
     return lines

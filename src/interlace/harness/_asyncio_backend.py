@@ -10,6 +10,7 @@ import asyncio
 import collections
 import functools
 import inspect
+import sys
 import types
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -34,8 +35,17 @@ def is_passthrough(exc: BaseException) -> bool:
     """
     if isinstance(exc, (KeyboardInterrupt, SystemExit)):
         return True
-    cls = type(exc)
-    return cls.__module__ == "_pytest.outcomes" and cls.__name__ in ("Exit", "Skipped", "XFailed")
+    # pytest sets __module__ = "builtins" on its outcome classes for display, so they are
+    # recognized by class; pytest is only consulted if the test process imported it.
+    outcomes = sys.modules.get("_pytest.outcomes")
+    if outcomes is None:
+        return False
+    passthrough = tuple(
+        getattr(outcomes, name)
+        for name in ("Exit", "Skipped", "XFailed")
+        if hasattr(outcomes, name)
+    )
+    return isinstance(exc, passthrough)
 
 
 class _Recorder:
