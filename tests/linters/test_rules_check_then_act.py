@@ -181,7 +181,7 @@ def test_il101_stays_silent_on(source: str) -> None:
                     if self._ready:
                         async for chunk in self.stream():
                             pass
-                        self._ready = False
+                        self._ready = self.next_state()
             """,
             "self._ready",
             id="async-for",
@@ -215,13 +215,14 @@ def test_il101_stays_silent_on(source: str) -> None:
         ),
         pytest.param(
             """
-            async def f(ctx):
-                if (v := ctx.cache.get('k')) is None:
-                    v = await make()
-                    ctx.cache['k'] = v
+            class A:
+                async def f(self):
+                    if (v := self.cache.get('k')) is None:
+                        v = await make()
+                        self.cache['k'] = v
             """,
-            "ctx.cache['k']",
-            id="walrus-on-a-parameter",
+            "self.cache['k']",
+            id="walrus",
         ),
         pytest.param(
             """
@@ -240,6 +241,31 @@ def test_il101_stays_silent_on(source: str) -> None:
 )
 def test_il101_reports(source: str, write: str) -> None:
     assert reported(FlagCheckThenActAcrossAwait, source) == [write]
+
+
+@pytest.mark.parametrize(
+    "write",
+    ["self._ws = None", "self._ws = False", "self._open.discard(self._ws)"],
+)
+def test_il101_leaves_resets_after_a_teardown_alone(write: str) -> None:
+    source = f"""
+        class A:
+            async def close(self):
+                if self._ws is not None:
+                    await self._ws.close()
+                    {write}
+        """
+    assert lint(FlagCheckThenActAcrossAwait, source.replace("self._open", "self._ws")) == []
+
+
+def test_il101_ignores_state_of_parameters() -> None:
+    source = """
+        async def persist(run_state, session):
+            if not run_state.saved:
+                await session.save(run_state)
+                run_state.saved = True
+        """
+    assert lint(FlagCheckThenActAcrossAwait, source) == []
 
 
 def test_il101_reports_one_finding_per_check() -> None:

@@ -183,7 +183,8 @@ def wait_then(after: str, *, imports: str = "import asyncio") -> str:
     body = textwrap.indent(textwrap.dedent(after), "    ")
     return (
         f"{imports}\n"
-        "async def f(a, b):\n"
+        "async def f(q, e):\n"
+        "    a, b = asyncio.create_task(q.get()), asyncio.create_task(e.wait())\n"
         "    done, pending = await asyncio.wait({a, b}, return_when=asyncio.FIRST_COMPLETED)\n"
         f"{body}"
     )
@@ -229,6 +230,34 @@ def test_il302_reports_when_a_path_leaks(after: str) -> None:
     assert len(lint(FlagPendingTasksNotCancelled, wait_then(after))) == 1
 
 
+def test_il302_ignores_a_single_task_without_timeout() -> None:
+    source = """
+        import asyncio
+        async def f(call):
+            task = asyncio.create_task(call())
+            done, _ = await asyncio.wait({task}, return_when=asyncio.FIRST_COMPLETED)
+            return done.pop().result()
+        """
+    assert lint(FlagPendingTasksNotCancelled, source) == []
+    with_timeout = source.replace("FIRST_COMPLETED)", "FIRST_COMPLETED, timeout=1)")
+    assert len(lint(FlagPendingTasksNotCancelled, with_timeout)) == 1
+
+
+def test_il302_follows_the_else_block_of_the_try_around_the_wait() -> None:
+    source = """
+        import asyncio
+        async def f(q, e):
+            a, b = asyncio.create_task(q.get()), asyncio.create_task(e.wait())
+            try:
+                await asyncio.wait({a, b}, return_when=asyncio.FIRST_COMPLETED)
+            except BaseException:
+                raise
+            else:
+                await cancel_and_drain(a, b)
+        """
+    assert lint(FlagPendingTasksNotCancelled, source) == []
+
+
 def test_il302_reports_a_loop_iteration_that_leaks() -> None:
     source = """
         import asyncio
@@ -252,7 +281,8 @@ def test_il302_reports_a_loop_iteration_that_leaks() -> None:
 )
 def test_il302_resolves_import_aliases(imports: str) -> None:
     source = (
-        f"{imports}\nasync def f(a, b):\n    done, pending = await w({{a, b}}, return_when=F)\n"
+        f"{imports}\nasync def f(q):\n    a, b = q.get_task(), q.get_task()\n"
+        "    done, pending = await w({a, b}, return_when=F)\n"
     )
     expected = 1 if imports.startswith("from") else 0
     assert len(lint(FlagPendingTasksNotCancelled, source)) == expected

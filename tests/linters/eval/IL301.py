@@ -130,6 +130,28 @@ async def with_mode(mode, coro):
         _mode = old_mode  # error: IL301
 
 
+# ok: a rollback in `except` after a failed operation, not a temporary override.
+class Session:
+    async def connect(self, model):
+        previous = self.model
+        self.model = model
+        try:
+            await self.open()
+        except BaseException:
+            self.model = previous
+            raise
+
+
+# ok: the object is a parameter, owned by the caller for the duration of the call.
+async def run_task(task, agent):
+    original = task.description
+    task.description = original + " (retry)"
+    try:
+        return await agent.execute(task)
+    finally:
+        task.description = original
+
+
 # ok: the saved copy is rebound before the restore, so it is not a stale copy.
 async def refreshed(agent):
     old = agent.state

@@ -71,12 +71,28 @@ class BaseAgent:
         _cancel_all(pending)
         return get.result() if get in done else None
 
-    async def race_discarding_pending(self, a, b):
-        done, _ = await aio.wait({a, b}, return_when=aio.FIRST_COMPLETED)  # error: IL302
+    async def race_discarding_pending(self, fetch_a, fetch_b):
+        done, _ = await aio.wait(  # error: IL302
+            {aio.create_task(fetch_a()), aio.create_task(fetch_b())},
+            return_when=aio.FIRST_COMPLETED,
+        )
         return done.pop().result()
 
+    # ok: the tasks are the caller's (parameters); this function does not own them.
+    async def race_callers_tasks(self, a, b):
+        done, _ = await aio.wait({a, b}, return_when=aio.FIRST_COMPLETED)
+        return done.pop().result()
+
+    # ok: the set is a collection the code keeps managing after the wait.
+    async def supervise(self):
+        while self.workers:
+            done, _ = await asyncio.wait(self.workers, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                self.workers.discard(task)
+
     # ok: ALL_COMPLETED (the default) leaves nothing pending.
-    async def all_of(self, a, b):
+    async def all_of(self, fetch_a, fetch_b):
+        a, b = asyncio.create_task(fetch_a()), asyncio.create_task(fetch_b())
         done, pending = await asyncio.wait({a, b})
         return done
 
@@ -89,17 +105,30 @@ class BaseAgent:
                 print(task.result())
 
     # ok: the pending set is returned to the caller, who owns it now.
-    async def first_of(self, tasks):
-        done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    async def first_of(self, fetch_a, fetch_b):
+        a, b = asyncio.create_task(fetch_a()), asyncio.create_task(fetch_b())
+        done, pending = await asyncio.wait([a, b], return_when=asyncio.FIRST_COMPLETED)
         return done, pending
 
     # ok: a list comprehension cancels the pending tasks.
-    async def first_result(self, tasks):
-        done, pending = await asyncio.wait(tasks, return_when="FIRST_COMPLETED")
+    async def first_result(self, fetch_a, fetch_b):
+        a, b = asyncio.create_task(fetch_a()), asyncio.create_task(fetch_b())
+        done, pending = await asyncio.wait((a, b), return_when="FIRST_COMPLETED")
         [task.cancel() for task in pending]
         return next(iter(done)).result()
 
-    async def cancel_on_one_branch(self, a, b):
+    # ok: the finally block cancels the getter only if it is still running.
+    async def guarded_cleanup(self, ready):
+        getter = asyncio.create_task(self.output_queue.get())
+        try:
+            await asyncio.wait({ready, getter}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not getter.done():
+                getter.cancel()
+        return getter.result() if getter.done() else None
+
+    async def cancel_on_one_branch(self, fetch_a, fetch_b):
+        a, b = asyncio.create_task(fetch_a()), asyncio.create_task(fetch_b())
         done, pending = await asyncio.wait(  # error: IL302
             {a, b}, return_when=asyncio.FIRST_COMPLETED
         )
@@ -108,7 +137,8 @@ class BaseAgent:
                 task.cancel()
         return done
 
-    async def raise_before_cancel(self, a, b):
+    async def raise_before_cancel(self, fetch_a, fetch_b):
+        a, b = asyncio.create_task(fetch_a()), asyncio.create_task(fetch_b())
         done, pending = await asyncio.wait({a, b}, return_when=asyncio.FIRST_COMPLETED)  # error: IL302
         for task in done:
             if task.exception() is not None:
@@ -117,7 +147,8 @@ class BaseAgent:
             task.cancel()
 
     # ok: cancelled with a timeout handler too, all inside one try/finally.
-    async def with_timeout(self, a, b):
+    async def with_timeout(self, fetch_a, fetch_b):
+        a, b = asyncio.create_task(fetch_a()), asyncio.create_task(fetch_b())
         try:
             done, pending = await asyncio.wait(
                 {a, b}, timeout=5, return_when=asyncio.FIRST_COMPLETED

@@ -15,6 +15,10 @@ def add_handler(handler):
     _handlers.append(handler)
 
 
+def remove_handler(handler):
+    _handlers.remove(handler)
+
+
 class MessageBus:
     def __init__(self, max_history=100):
         self._subscribers = defaultdict(list)
@@ -27,10 +31,8 @@ class MessageBus:
     def subscribe(self, event_type, sid, callback):
         self._subscribers[event_type].append((sid, callback))
 
-    def unsubscribe(self, event_type, sid):
-        self._subscribers[event_type] = [
-            (s, cb) for s, cb in self._subscribers[event_type] if s != sid
-        ]
+    def unsubscribe(self, event_type, sid, callback):
+        self._subscribers[event_type].remove((sid, callback))
 
     def drop_topic(self, name):
         del self._topics[name]
@@ -100,6 +102,32 @@ class MessageBus:
 
     async def log(self, name, event):
         await asyncio.sleep(0)
+
+
+class Plugins:
+    def __init__(self):
+        self._plugins = []
+        self._seen = {}
+
+    def register(self, plugin):
+        self._plugins.append(plugin)
+
+    # ok: the list only grows, from synchronous setup code (registration).
+    async def start_all(self):
+        for plugin in self._plugins:
+            await plugin.start()
+
+    async def on_event(self, event):
+        self._seen[event.id] = event
+
+    async def replay_seen(self, sink):
+        for event in self._seen.values():  # error: IL303
+            await sink(event)
+
+    # ok: the only suspension point is a `yield` to the consumer.
+    async def iter_seen(self):
+        for event in self._seen.values():
+            yield event
 
 
 async def notify_all(event):

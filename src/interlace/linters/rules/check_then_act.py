@@ -48,11 +48,23 @@ class _Check:
         node: the expression that reads the state in the test.
         locks: the lock acquisitions held when the check ran.
         suspension: the first suspension point after the check on some path, if any.
+        test: the whole ``if``/``while`` test the check is part of.
     """
 
     node: cst.CSTNode
     locks: frozenset[int]
     suspension: cst.CSTNode | None = None
+    test: cst.CSTNode | None = None
+
+
+@dataclass(slots=True)
+class _Guard:
+    """An enclosing ``if``/``while`` test that reads shared state.
+
+    Invariant: ``fresh`` is true while no suspension point has been walked since the test.
+    """
+
+    fresh: bool = True
 
 
 _State = dict[str, _Check]
@@ -86,6 +98,21 @@ def _suspended(state: _State, node: cst.CSTNode) -> _State:
         key: check if check.suspension is not None else replace(check, suspension=node)
         for key, check in state.items()
     }
+
+
+def _is_reset(node: cst.CSTNode, value: cst.BaseExpression | None) -> bool:
+    """Say whether a write resets state (``= None``, ``= False``, ``.discard(x)``).
+
+    Resetting after an awaited teardown is idempotent: a second task doing the same teardown
+    writes the same value, so the rule leaves these writes alone.
+    """
+    if isinstance(value, cst.Name):
+        return value.value in ("None", "False")
+    return (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value == "discard"
+    )
 
 
 def _always_true(test: cst.BaseExpression) -> bool:
@@ -123,6 +150,7 @@ class CheckThenActFlow:
         self._manual: dict[str, int] = {}
         self._acquisitions = 0
         self._breaks: list[list[_State]] = []
+        self._guards: list[_Guard] = []
 
     def run(self, function: cst.FunctionDef) -> list[Finding]:
         """Walk ``function``'s body and return its dependent unlocked writes."""
@@ -154,12 +182,36 @@ class CheckThenActFlow:
 
     # -- events ----------------------------------------------------------------------------
 
-    def _write(self, state: _State, key: str, node: cst.CSTNode) -> None:
+    def _stale(self) -> None:
+        """A suspension point: no enclosing test is fresh any more."""
+        for guard in self._guards:
+            guard.fresh = False
+
+    def _write(
+        self,
+        state: _State,
+        key: str,
+        node: cst.CSTNode,
+        value: cst.BaseExpression | None = None,
+    ) -> None:
         check = state.pop(key, None)
-        if check is None or not self.accept(key):
+        if check is None:
             return
-        if not self.threaded and check.suspension is None:
+        if check.test is not None:
+            # The other state read by the same test is settled too: a test such as
+            # `if self._connecting or self._ws is not None: raise` followed by
+            # `self._connecting = True` claims the operation for this task.
+            for other in [k for k, c in state.items() if c.test is check.test]:
+                del state[other]
+        if not self.accept(key) or _is_reset(node, value):
             return
+        if not self.threaded:
+            if check.suspension is None:
+                return
+            if any(guard.fresh for guard in self._guards):
+                # The write sits under a test of shared state that ran after the last
+                # suspension point: the code re-validates before acting.
+                return
         if check.locks & self._locks() or id(check.node) in self._reported:
             return
         self._reported.add(id(check.node))
@@ -172,11 +224,13 @@ class CheckThenActFlow:
         if isinstance(node, cst.Await):
             self._expr(node.expression, state)
             state.update(_suspended(state, node))
+            self._stale()
             return
         if isinstance(node, cst.Yield):
             if node.value is not None:
                 self._expr(node.value, state)
             state.update(_suspended(state, node))
+            self._stale()
             return
         if isinstance(node, cst.NamedExpr):
             self._expr(node.value, state)
@@ -190,6 +244,7 @@ class CheckThenActFlow:
                 self._write(state, key, node)
         elif isinstance(node, cst.CompFor) and node.asynchronous:
             state.update(_suspended(state, node))
+            self._stale()
 
     def _check_keys(self, test: cst.BaseExpression) -> list[tuple[str, cst.CSTNode]]:
         """Return the state a test reads, each with the sub-expression that reads it."""
@@ -246,7 +301,7 @@ class CheckThenActFlow:
             self._expr(stmt.value, state)
             for target in stmt.targets:
                 for key, node in names.write_keys(target.target):
-                    self._write(state, key, node)
+                    self._write(state, key, node, stmt.value)
                 names.rebind(target.target, stmt.value if len(stmt.targets) == 1 else None)
         elif isinstance(stmt, cst.AugAssign):
             self._expr(stmt.value, state)
@@ -256,7 +311,7 @@ class CheckThenActFlow:
             if stmt.value is not None:
                 self._expr(stmt.value, state)
                 for key, node in names.write_keys(stmt.target):
-                    self._write(state, key, node)
+                    self._write(state, key, node, stmt.value)
                 names.rebind(stmt.target, stmt.value)
         elif isinstance(stmt, cst.Del):
             for key, node in names.write_keys(stmt.target):
@@ -305,19 +360,21 @@ class CheckThenActFlow:
         inner = dict(state)
         locks = self._locks()
         for key, node in keys:
-            inner[key] = _Check(node, locks)
+            inner[key] = _Check(node, locks, test=test)
         return inner, [key for key, _ in keys]
 
     def _if(self, stmt: cst.If, state: _State) -> _State | None:
         inner, keys = self._guarded(stmt.test, state)
-        body = self._block(block_body(stmt.body), dict(inner))
+        body = self._under(keys, block_body(stmt.body), dict(inner))
         other: _State | None
         if stmt.orelse is None:
             other = inner
         elif isinstance(stmt.orelse, cst.If):
+            self._guards.append(_Guard(fresh=bool(keys)))
             other = self._if(stmt.orelse, dict(inner))
+            self._guards.pop()
         else:
-            other = self._block(block_body(stmt.orelse.body), dict(inner))
+            other = self._under(keys, block_body(stmt.orelse.body), dict(inner))
         out = _merge(body, other)
         if out is None or body is None or other is None:
             # When one branch leaves, the code after the `if` is guarded by the test.
@@ -333,6 +390,19 @@ class CheckThenActFlow:
                 )
         return out
 
+    def _under(
+        self,
+        keys: list[str],
+        body: Sequence[cst.BaseStatement | cst.BaseSmallStatement],
+        state: _State,
+    ) -> _State | None:
+        """Walk the code a test guards, with the test on the guard stack."""
+        self._guards.append(_Guard(fresh=bool(keys)))
+        try:
+            return self._block(body, state)
+        finally:
+            self._guards.pop()
+
     def _loop(
         self,
         body: Sequence[cst.BaseStatement | cst.BaseSmallStatement],
@@ -347,6 +417,7 @@ class CheckThenActFlow:
         if any(check.suspension is None for check in entry.values()):
             suspension = find_suspension(suite)
             if suspension is not None:
+                self._stale()
                 again = self._block(body, {**_suspended(entry, suspension), **fresh})
                 out = _merge(out, again)
         return out, self._breaks.pop()
@@ -354,7 +425,11 @@ class CheckThenActFlow:
     def _while(self, stmt: cst.While, state: _State) -> _State | None:
         inner, keys = self._guarded(stmt.test, state)
         fresh = {key: inner[key] for key in keys}
-        out, breaks = self._loop(block_body(stmt.body), stmt.body, state, fresh)
+        self._guards.append(_Guard(fresh=bool(keys)))
+        try:
+            out, breaks = self._loop(block_body(stmt.body), stmt.body, state, fresh)
+        finally:
+            self._guards.pop()
         normal: _State | None = None
         if not _always_true(stmt.test):
             normal = _merge(state, out)
@@ -370,6 +445,7 @@ class CheckThenActFlow:
         self.names.rebind(stmt.target, None)
         if stmt.asynchronous:
             state = _suspended(state, stmt)
+            self._stale()
         out, breaks = self._loop(block_body(stmt.body), stmt.body, state, {})
         normal = _merge(state, out)
         if normal is not None and stmt.asynchronous:
@@ -387,6 +463,7 @@ class CheckThenActFlow:
                 self.names.rebind(item.asname.name, None)
             if stmt.asynchronous:
                 state = _suspended(state, stmt)
+                self._stale()
             if is_lock_expr(item.item):
                 self._held.append(self._acquire())
                 pushed += 1
@@ -402,6 +479,8 @@ class CheckThenActFlow:
         entry = dict(state)
         body = self._block(block_body(stmt.body), dict(state))
         suspension = find_suspension(stmt.body)
+        if suspension is not None:
+            self._stale()
         handler_in = _merge(_suspended(entry, suspension) if suspension else entry, body) or {}
         handled: list[_State | None] = []
         for handler in stmt.handlers:
@@ -550,7 +629,7 @@ class FlagCheckThenActAcrossAwait(FactsCollector, Rule):
         node = facts.node
         if node.asynchronous is None or find_suspension(node.body) is None:
             return
-        names = StateNames.of(facts, self.module_names)
+        names = StateNames.of(facts, self.module_names, include_params=False)
         for finding in CheckThenActFlow(names, threaded=False).run(node):
             self.report(
                 finding.write,

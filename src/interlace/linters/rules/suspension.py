@@ -78,6 +78,7 @@ class _RestoreScan:
     guards: list[frozenset[str]] = field(default_factory=list)
     found: list[tuple[cst.CSTNode, str, str, _Save, cst.CSTNode]] = field(default_factory=list)
     acquisitions: int = 0
+    in_handler: int = 0
 
     def block(self, stmts: Sequence[_Stmt]) -> None:
         for stmt in stmts:
@@ -134,7 +135,9 @@ class _RestoreScan:
         elif isinstance(stmt, (cst.Try, cst.TryStar)):
             self.block(block_body(stmt.body))
             for handler in stmt.handlers:
+                self.in_handler += 1
                 self.block(block_body(handler.body))
+                self.in_handler -= 1
             if stmt.orelse is not None:
                 self.block(block_body(stmt.orelse.body))
             if stmt.finalbody is not None:
@@ -177,7 +180,15 @@ class _RestoreScan:
             if save is not None and save.state == state:
                 suspension = self.windows.pop(state, None)
                 guarded = any(state in keys for keys in self.guards)
-                if suspension is not None and not guarded and not (save.locks & set(self.held)):
+                # A restore in an `except` block is a rollback of a failed operation, a
+                # different idiom from the temporary override this rule is about.
+                rollback = self.in_handler > 0
+                if (
+                    suspension is not None
+                    and not guarded
+                    and not rollback
+                    and not (save.locks & set(self.held))
+                ):
                     assert isinstance(value, cst.Name)
                     self.found.append((stmt, state, value.value, save, suspension))
             elif any(s.state == state for s in self.saves.values()):
@@ -291,7 +302,7 @@ class FlagStaleRestoreAcrossAwait(FactsCollector, Rule):
         node = facts.node
         if node.asynchronous is None:
             return
-        scan = _RestoreScan(StateNames.of(facts, self.module_names))
+        scan = _RestoreScan(StateNames.of(facts, self.module_names, include_params=False))
         scan.block(block_body(node.body))
         for restore, state, saved, save, suspension in scan.found:
             self.report(
@@ -327,13 +338,11 @@ class _Pending:
         pending: the name bound to the pending set (``done, pending = ...``), if any.
         tasks: the names of the tasks passed to ``asyncio.wait`` in a literal, or of the
             collection passed.
-        cancellers: names of same-file functions that call ``.cancel()``.
         wait: the ``asyncio.wait`` call itself.
     """
 
     pending: str | None
     tasks: frozenset[str]
-    cancellers: frozenset[str]
     wait: cst.Call
 
     def _named(self, expr: cst.BaseExpression) -> bool:
@@ -343,30 +352,20 @@ class _Pending:
             return any(self._named(e.value) for e in expr.elements)
         return False
 
-    def _mentions_pending(self, expr: cst.BaseExpression) -> bool:
-        return self.pending is not None and any(
-            isinstance(n, cst.Name) and n.value == self.pending for n in _walk(expr)
-        )
-
     def _cancels(self, call: cst.Call) -> bool:
         if call is self.wait:
             return False
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value == "cancel":
-            return isinstance(func.value, cst.Name) and func.value.value in self.tasks
+            return self._named(func.value)
         callee = dotted(func)
-        if callee is None:
-            return False
-        last = callee.rsplit(".", 1)[-1]
-        if "cancel" in last.lower() or last in self.cancellers:
-            return any(self._named(a.value) for a in call.args)
-        # Any other call handed the pending set takes it over (awaits or stores it).
-        return last not in _QUIET_CALLS and any(
-            isinstance(a.value, cst.Name) and a.value.value == self.pending for a in call.args
-        )
+        last = callee.rsplit(".", 1)[-1] if callee is not None else ""
+        # A canceller, or any other call handed a task or the set (it awaits, stores or
+        # cancels it), takes the tasks over.
+        return last not in _QUIET_CALLS and any(self._named(a.value) for a in call.args)
 
     def handles(self, stmt: _Stmt) -> bool:
-        """Say whether ``stmt`` itself cancels or hands off the pending tasks."""
+        """Say whether ``stmt`` itself cancels, awaits or hands off the pending tasks."""
         if isinstance(stmt, (cst.For, cst.While)):
             header = stmt.iter if isinstance(stmt, cst.For) else stmt.test
             if not any(self._named(n) for n in _walk(header) if isinstance(n, cst.BaseExpression)):
@@ -381,26 +380,45 @@ class _Pending:
         for node in _walk(stmt):
             if isinstance(node, cst.Call) and self._cancels(node):
                 return True
+            if isinstance(node, cst.Await) and self._named(node.expression):
+                return True
             if (
                 isinstance(node, (cst.ListComp, cst.GeneratorExp, cst.SetComp))
                 and _is_cancel_call(node.elt)
                 and self._named(node.for_in.iter)
             ):
                 return True
-            # Returning or storing the pending set hands it to someone else.
-            if (
-                isinstance(node, cst.Return)
-                and node.value is not None
-                and self._mentions_pending(node.value)
-            ):
+            # Returning or storing the tasks hands them to someone else.
+            if isinstance(node, cst.Return) and node.value is not None and self._named(node.value):
                 return True
             if (
                 isinstance(node, cst.Assign)
                 and any(isinstance(t.target, (cst.Attribute, cst.Subscript)) for t in node.targets)
-                and self._mentions_pending(node.value)
+                and self._named(node.value)
             ):
                 return True
         return False
+
+    def _unless_done(self, test: cst.BaseExpression) -> bool:
+        """Say whether ``test`` is ``not <task>.done()`` for one of the tasks."""
+        return (
+            isinstance(test, cst.UnaryOperation)
+            and isinstance(test.operator, cst.Not)
+            and isinstance(test.expression, cst.Call)
+            and isinstance(test.expression.func, cst.Attribute)
+            and test.expression.func.attr.value == "done"
+            and self._named(test.expression.func.value)
+        )
+
+    def handles_anywhere(self, suite: cst.BaseSuite) -> bool:
+        """Say whether any statement of ``suite`` handles the tasks, even conditionally.
+
+        Used for ``finally`` blocks, whose guards are typically ``if not task.done():``.
+        """
+        return any(
+            isinstance(n, (cst.SimpleStatementLine, cst.For, cst.While)) and self.handles(n)
+            for n in _walk(suite)
+        )
 
     def block(self, stmts: Sequence[_Stmt]) -> _Path:
         for stmt in stmts:
@@ -424,7 +442,11 @@ class _Pending:
                 if stmt.orelse is not None
                 else ()
             )
-            return _join(self.block(block_body(stmt.body)), self.block(other))
+            body = self.block(block_body(stmt.body))
+            if body is _Path.HANDLED and self._unless_done(stmt.test):
+                # `if not task.done(): task.cancel()`: a finished task needs no cancelling.
+                return _Path.HANDLED
+            return _join(body, self.block(other))
         if isinstance(stmt, (cst.For, cst.While)):
             # A loop after the wait may run zero times; only a return or raise in it leaks.
             inner = _Path.LEAKS if _leaves_function(stmt.body) else _Path.FALLS_THROUGH
@@ -432,9 +454,7 @@ class _Pending:
         if isinstance(stmt, cst.With):
             return self.block(block_body(stmt.body))
         if isinstance(stmt, (cst.Try, cst.TryStar)):
-            if stmt.finalbody is not None and self.block(block_body(stmt.finalbody.body)) is (
-                _Path.HANDLED
-            ):
+            if stmt.finalbody is not None and self.handles_anywhere(stmt.finalbody.body):
                 return _Path.HANDLED
             body = list(block_body(stmt.body))
             if stmt.orelse is not None:
@@ -551,6 +571,7 @@ class FlagPendingTasksNotCancelled(FactsCollector, Rule):
         "`break`, exceptions and loop iterations included, must cancel what is pending."
     )
     bad_example: ClassVar[str] = (
+        "import asyncio\n"
         "async def next_item(queue, done_event):\n"
         "    get = asyncio.create_task(queue.get())\n"
         "    stop = asyncio.create_task(done_event.wait())\n"
@@ -559,6 +580,7 @@ class FlagPendingTasksNotCancelled(FactsCollector, Rule):
         "    return get.result() if get in done else None\n"
     )
     good_example: ClassVar[str] = (
+        "import asyncio\n"
         "async def next_item(queue, done_event):\n"
         "    get = asyncio.create_task(queue.get())\n"
         "    stop = asyncio.create_task(done_event.wait())\n"
@@ -578,7 +600,8 @@ class FlagPendingTasksNotCancelled(FactsCollector, Rule):
     VALID: ClassVar[Sequence[str]] = (
         # Cancelled in finally.
         "import asyncio\n"
-        "async def f(a, b):\n"
+        "async def f(q, e):\n"
+        "    a, b = asyncio.create_task(q.get()), asyncio.create_task(e.wait())\n"
         "    try:\n"
         "        done, pending = await asyncio.wait({a, b}, "
         "return_when=asyncio.FIRST_COMPLETED)\n"
@@ -587,29 +610,41 @@ class FlagPendingTasksNotCancelled(FactsCollector, Rule):
         "            t.cancel()\n",
         # Cancelled by a loop right after the wait.
         "import asyncio\n"
-        "async def f(a, b):\n"
+        "async def f(q, e):\n"
+        "    a, b = asyncio.create_task(q.get()), asyncio.create_task(e.wait())\n"
         "    done, pending = await asyncio.wait({a, b}, return_when=asyncio.FIRST_COMPLETED)\n"
         "    for t in pending:\n"
         "        t.cancel()\n"
         "    return done\n",
-        # Cancelled by a same-file helper.
-        "from asyncio import wait, FIRST_COMPLETED\n"
+        # Handed to a same-file helper that cancels them.
+        "from asyncio import create_task, wait, FIRST_COMPLETED\n"
         "def _cancel_all(tasks):\n"
         "    for t in tasks:\n"
         "        t.cancel()\n"
-        "async def f(a, b):\n"
+        "async def f(q, e):\n"
+        "    a, b = create_task(q.get()), create_task(e.wait())\n"
         "    done, pending = await wait({a, b}, return_when=FIRST_COMPLETED)\n"
         "    _cancel_all(pending)\n",
         # ALL_COMPLETED leaves nothing pending.
-        "import asyncio\nasync def f(a, b):\n    done, _ = await asyncio.wait({a, b})\n",
+        "import asyncio\n"
+        "async def f(q, e):\n"
+        "    a, b = asyncio.create_task(q.get()), asyncio.create_task(e.wait())\n"
+        "    done, _ = await asyncio.wait({a, b})\n",
+        # The tasks belong to the caller (parameters), not to this function.
+        "import asyncio\n"
+        "async def f(a, b):\n"
+        "    done, _ = await asyncio.wait({a, b}, return_when=asyncio.FIRST_COMPLETED)\n"
+        "    return done\n",
     )
     INVALID: ClassVar[Sequence[str]] = (
         "import asyncio\n"
-        "async def f(a, b):\n"
+        "async def f(q, e):\n"
+        "    a, b = asyncio.create_task(q.get()), asyncio.create_task(e.wait())\n"
         "    done, pending = await asyncio.wait({a, b}, return_when=asyncio.FIRST_COMPLETED)\n"
         "    return done\n",
         "import asyncio as aio\n"
-        "async def f(a, b):\n"
+        "async def f(q, e):\n"
+        "    a, b = aio.create_task(q.get()), aio.create_task(e.wait())\n"
         "    done, pending = await aio.wait({a, b}, return_when=aio.FIRST_COMPLETED)\n"
         "    if a in done:\n"
         "        return a.result()\n"
@@ -620,26 +655,23 @@ class FlagPendingTasksNotCancelled(FactsCollector, Rule):
     def __init__(self, context: LintContext) -> None:
         super().__init__(context)
         self.init_facts()
-        self._waits: list[tuple[cst.Call, cst.FunctionDef]] = []
-        self._cancellers: set[str] = set()
+        self._waits: list[tuple[cst.Call, FunctionFacts]] = []
 
     def visit_Call(self, node: cst.Call) -> None:
         if not self.facts_stack:
             return
         func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value == "cancel":
-            self._cancellers.update(f.node.name.value for f in self.facts_stack)
-        elif dotted(func) is not None and keyword(node, "return_when") is not None:
-            self._waits.append((node, self.facts_stack[-1].node))
+        if dotted(func) is not None and keyword(node, "return_when") is not None:
+            self._waits.append((node, self.facts_stack[-1]))
 
     def leave_Module(self, original_node: cst.Module) -> None:
-        for call, function in self._waits:
+        for call, facts in self._waits:
             if self.aliases.qualify(call.func) not in _WAIT:
                 continue
             when = keyword(call, "return_when")
             if not _first_completed(when, self.aliases.qualify(when) if when else None):
                 continue
-            leak = self._leak(call, function)
+            leak = self._leak(call, facts)
             if leak is not None:
                 self.report(
                     call,
@@ -647,23 +679,29 @@ class FlagPendingTasksNotCancelled(FactsCollector, Rule):
                     related=[],
                 )
 
-    def _leak(self, call: cst.Call, function: cst.FunctionDef) -> str | None:
+    def _leak(self, call: cst.Call, facts: FunctionFacts) -> str | None:
         """Return the pending set's name (``""`` if unnamed) when some path leaks it."""
-        path = _path_to(block_body(function.body), call, None, "function")
+        path = _path_to(block_body(facts.node.body), call, None, "function")
         if path is None:
             return None
         stmt = path[-1].stmts[path[-1].index]
         pending = _pending_name(stmt, call)
-        tasks: set[str] = set()
-        if call.args:
-            first = call.args[0].value
-            if isinstance(first, cst.Name):
-                tasks.add(first.value)
-            elif isinstance(first, (cst.List, cst.Tuple, cst.Set)):
-                tasks.update(e.value.value for e in first.elements if isinstance(e.value, cst.Name))
-        if pending is not None and pending in tasks:
-            return None  # draining loop: the pending set is waited on again
-        model = _Pending(pending, frozenset(tasks), frozenset(self._cancellers), call)
+        # Only tasks this function created can leak from it: the wait's first argument must be
+        # a literal holding a task created inline or bound to a local of this function. A
+        # collection (`tasks`, `self._pending`) or parameters stay owned by someone else.
+        first = call.args[0].value if call.args else None
+        if not isinstance(first, (cst.List, cst.Tuple, cst.Set)):
+            return None
+        tasks = {
+            e.value.value
+            for e in first.elements
+            if isinstance(e.value, cst.Name) and e.value.value in facts.assigned
+        }
+        if not tasks and not any(isinstance(e.value, cst.Call) for e in first.elements):
+            return None
+        if len(first.elements) == 1 and keyword(call, "timeout") is None:
+            return None  # one task and no timeout: the wait returns only when it is done
+        model = _Pending(pending, frozenset(tasks), call)
         if model.handles(stmt):
             return None
         for level in reversed(path):
@@ -672,11 +710,17 @@ class FlagPendingTasksNotCancelled(FactsCollector, Rule):
                 isinstance(owner, (cst.Try, cst.TryStar))
                 and level.role != "finally"
                 and owner.finalbody is not None
-                and model.block(block_body(owner.finalbody.body)) is _Path.HANDLED
+                and model.handles_anywhere(owner.finalbody.body)
             ):
                 return None
         for level in reversed(path):
-            result = model.block(level.stmts[level.index + 1 :])
+            after = level.stmts[level.index + 1 :]
+            if level.role == "try":
+                owner = level.owner
+                assert isinstance(owner, (cst.Try, cst.TryStar))
+                if owner.orelse is not None:
+                    after = (*after, *block_body(owner.orelse.body))
+            result = model.block(after)
             if result is _Path.HANDLED:
                 return None
             if result is _Path.LEAKS or level.role == "loop":
@@ -705,6 +749,7 @@ def _pending_name(stmt: _Stmt, call: cst.Call) -> str | None:
 
 # -- IL303 ---------------------------------------------------------------------------------
 
+_GROWING = frozenset({"append", "appendleft", "add", "extend", "extendleft", "insert", "update"})
 _SNAPSHOTS = frozenset({"list", "tuple", "sorted", "set", "frozenset", "dict", "copy", "deepcopy"})
 _PASS_THROUGH = frozenset({"enumerate", "reversed", "zip", "iter"})
 _VIEWS = frozenset({"items", "values", "keys"})
@@ -853,11 +898,23 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
             key = base.value
         if key is None:
             return None
-        owner = facts.class_name or "" if key.split(".", 1)[0] in ("self", "cls") else ""
+        owner = (facts.class_name or "") if key.split(".", 1)[0] in ("self", "cls") else ""
         return f"{owner}:{key}"
 
-    def _mutation(self, target: cst.BaseExpression, node: cst.CSTNode) -> None:
-        if self.facts_stack and self.facts_stack[-1].node.name.value in INIT_METHODS:
+    def _mutation(self, target: cst.BaseExpression, node: cst.CSTNode, *, grows: bool) -> None:
+        """Record an in-place mutation that can break a concurrent loop over ``target``.
+
+        Growing a container from synchronous code is mostly registration at setup time
+        (``add_sink``, ``register``), and a list loop simply sees the new element; so only
+        removals and reorderings anywhere, and any mutation inside an ``async def`` (which runs
+        interleaved with other tasks), count as evidence.
+        """
+        if not self.facts_stack:
+            return
+        facts = self.facts_stack[-1]
+        if facts.node.name.value in INIT_METHODS:
+            return
+        if grows and facts.node.asynchronous is None:
             return
         key = self._owner_key(target)
         if key is not None:
@@ -866,26 +923,26 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in MUTATORS:
-            self._mutation(func.value, node)
+            self._mutation(func.value, node, grows=func.attr.value in _GROWING)
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
         super().visit_AssignTarget(node)
         if isinstance(node.target, cst.Subscript):
-            self._mutation(node.target.value, node)
+            self._mutation(node.target.value, node, grows=True)
 
     def visit_Del(self, node: cst.Del) -> None:
         for target in _targets(node.target):
             if isinstance(target, cst.Subscript):
-                self._mutation(target.value, node)
+                self._mutation(target.value, node, grows=False)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         super().visit_AugAssign(node)
         if isinstance(node.target, (cst.Attribute, cst.Subscript)):
-            self._mutation(node.target, node)
+            self._mutation(node.target, node, grows=True)
 
     def function_done(self, facts: FunctionFacts) -> None:
         node = facts.node
-        if node.asynchronous is None or find_suspension(node.body) is None:
+        if node.asynchronous is None or find_suspension(node.body, include_yield=False) is None:
             return
         self.facts_stack.append(facts)
         try:
@@ -912,7 +969,9 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
         key = self._owner_key(container)
         if key is None:
             return
-        suspension = find_suspension(loop.body)
+        # `yield` is left out: a consumer that mutates the container between items is a
+        # plain iteration bug, not a concurrency one.
+        suspension = find_suspension(loop.body, include_yield=False)
         if suspension is not None:
             self._loops.append((loop.iter, key, suspension))
 
