@@ -442,15 +442,14 @@ class _Pending:
                 if stmt.orelse is not None
                 else ()
             )
-            body = self.block(block_body(stmt.body))
-            if body is _Path.HANDLED and self._unless_done(stmt.test):
+            taken = self.block(block_body(stmt.body))
+            if taken is _Path.HANDLED and self._unless_done(stmt.test):
                 # `if not task.done(): task.cancel()`: a finished task needs no cancelling.
                 return _Path.HANDLED
-            return _join(body, self.block(other))
+            return _join(taken, self.block(other))
         if isinstance(stmt, (cst.For, cst.While)):
             # A loop after the wait may run zero times; only a return or raise in it leaks.
-            inner = _Path.LEAKS if _leaves_function(stmt.body) else _Path.FALLS_THROUGH
-            return inner
+            return _Path.LEAKS if _leaves_function(stmt.body) else _Path.FALLS_THROUGH
         if isinstance(stmt, cst.With):
             return self.block(block_body(stmt.body))
         if isinstance(stmt, (cst.Try, cst.TryStar)):
