@@ -2,7 +2,8 @@
 
 Cost model (measured in ``benchmarks/lint_throughput.py``): parsing dominates, so a file that no
 selected rule can match (its text contains none of the rules' ``TRIGGERS``) is not parsed at all;
-a file that is parsed is traversed once with every rule batched (``libcst.visit_batched``); line
+a file that is parsed is traversed once with every rule batched (``_walk.walk_batched``, a
+read-only equivalent of ``libcst.visit_batched`` that does not rebuild nodes); line
 and column positions (``PositionProvider``, a second pass that regenerates the code) are computed
 only for files that produced a report.
 
@@ -22,6 +23,7 @@ import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from interlace.linters._rule import LintContext, Report, Rule
+from interlace.linters._walk import walk_batched
 
 __all__ = (
     "FileError",
@@ -189,7 +191,7 @@ def _visit(module: cst.Module, rules: list[Rule], wrapper: MetadataWrapper | Non
     if wrapper is not None:
         wrapper.visit_batched(rules)
     else:
-        cst.visit_batched(module, rules)
+        walk_batched(module, rules)
 
 
 def _run_rules(

@@ -137,6 +137,8 @@ class AvoidAsyncioPrimitiveInInit(Rule):
         self._modules: dict[str, str] = {}
         # local name -> qualified object (``from asyncio import Lock as L`` -> L: asyncio.Lock)
         self._names: dict[str, str] = {}
+        # the attribute an assignment in progress binds (``self.lock = ...`` -> ``self.lock``)
+        self._target: str | None = None
 
     # -- imports ------------------------------------------------------------------------------
 
@@ -254,6 +256,18 @@ class AvoidAsyncioPrimitiveInInit(Rule):
             )
         return None
 
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self._target = _dotted(node.targets[0].target) if len(node.targets) == 1 else None
+
+    def leave_Assign(self, original_node: cst.Assign) -> None:
+        self._target = None
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._target = _dotted(node.target)
+
+    def leave_AnnAssign(self, original_node: cst.AnnAssign) -> None:
+        self._target = None
+
     # -- findings -----------------------------------------------------------------------------
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -309,6 +323,8 @@ class AvoidAsyncioPrimitiveInInit(Rule):
         related: list[Related],
     ) -> None:
         old = self.context.target_version < (3, 10)
+        target = self._target if self._target and self._target.startswith("self.") else None
+        target = target or "self._" + kind.lower()
         shared = scope in ("module", "class")
         if old:
             hazard = (
@@ -345,7 +361,7 @@ class AvoidAsyncioPrimitiveInInit(Rule):
             )
         else:
             instead = (
-                "Create it lazily from async code (e.g. `if self._lock is None: self._lock = "
+                f"Create it lazily from async code (e.g. `if {target} is None: {target} = "
                 f"asyncio.{kind}()` in an async method), or make sure each object lives on one "
                 "loop and suppress with `# noqa: IL201`"
             )
