@@ -108,6 +108,7 @@ def test_walker_calls_the_same_hooks_as_libcst_in_the_same_order(name: str, sour
 def test_every_concrete_node_type_has_a_readable_field_order() -> None:
     def subclasses(klass: type) -> set[type[cst.CSTNode]]:
         found: set[type[cst.CSTNode]] = set()
+        sub: type[cst.CSTNode]
         for sub in klass.__subclasses__():
             found |= {sub, *subclasses(sub)}
         return found
