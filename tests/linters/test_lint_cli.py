@@ -188,3 +188,22 @@ def test_warm_run_reports_the_cache_in_the_summary(
     assert capsys.readouterr().err.splitlines()[-1] == (
         "Found 1 finding (1 file checked, 1 from cache)."
     )
+
+
+def test_interlace_main_dispatches_to_lint(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from interlace.cli import main
+
+    put(project, "a.py", PRIMITIVE)
+    assert main(["lint", "--no-cache", "--format", "json"]) == 1
+    [item] = json.loads(capsys.readouterr().out)
+    assert (item["code"], item["location"]) == ("IL201", {"row": 2, "column": 8})
+    assert main(["lint", "--no-cache", "--select", "IL1"]) == 0
+
+
+def test_interlace_main_lint_usage_error_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    from interlace.cli import main
+
+    assert main(["lint", "--format", "xml"]) == 2
+    assert "invalid choice: 'xml'" in capsys.readouterr().err
