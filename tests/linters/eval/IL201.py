@@ -139,3 +139,11 @@ from threading import Lock  # noqa: E402
 REBOUND = Lock()
 SUPPRESSED = asyncio.Lock()  # noqa: IL201
 ALSO_SUPPRESSED = asyncio.Event()  # noqa
+
+
+class Singleton:
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()  # error: IL201
+
+
+INSTANCE = Singleton()

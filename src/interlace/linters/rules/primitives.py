@@ -139,6 +139,10 @@ class AvoidAsyncioPrimitiveInInit(Rule):
         self._names: dict[str, str] = {}
         # the attribute an assignment in progress binds (``self.lock = ...`` -> ``self.lock``)
         self._target: str | None = None
+        # per-instance findings, reported at the end of the module (see leave_Module)
+        self._pending: list[tuple[cst.CSTNode, str, str, str, str, list[Related]]] = []
+        # class name -> first module-level call of that name
+        self._module_instances: dict[str, cst.Call] = {}
 
     # -- imports ------------------------------------------------------------------------------
 
@@ -197,9 +201,6 @@ class AvoidAsyncioPrimitiveInInit(Rule):
 
     def visit_Module(self, node: cst.Module) -> None:
         self._frames.append(_Frame("module", node))
-
-    def leave_Module(self, original_node: cst.Module) -> None:
-        self._frames.pop()
 
     def visit_ClassDef_body(self, node: cst.ClassDef) -> None:
         self._frames.append(_Frame("class", node, node.name.value))
@@ -269,6 +270,9 @@ class AvoidAsyncioPrimitiveInInit(Rule):
         self._target = None
 
     # -- findings -----------------------------------------------------------------------------
+    # Per-instance findings wait for the end of the module: an instantiation of the class at
+    # module level, anywhere in the file, is evidence that the object outlives one event loop
+    # and becomes a related location and a stronger message.
 
     def visit_Call(self, node: cst.Call) -> None:
         kind = self._primitive(node.func)
@@ -277,7 +281,32 @@ class AvoidAsyncioPrimitiveInInit(Rule):
             if place is not None:
                 self._flag(node, kind, *place)
                 return
+        self._note_module_instance(node)
         self._check_factory(node)
+
+    def _note_module_instance(self, node: cst.Call) -> None:
+        if self._frames and self._frames[-1].kind == "module" and isinstance(node.func, cst.Name):
+            self._module_instances.setdefault(node.func.value, node)
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        self._frames.pop()
+        for node, kind, owner, place, target, related in self._pending:
+            instance = self._module_instances.get(owner)
+            if instance is not None:
+                related = [
+                    *related,
+                    Related(
+                        instance,
+                        f"`{owner}` is instantiated at module level here, so its {kind} "
+                        "outlives any one event loop",
+                    ),
+                ]
+            self.report(
+                node,
+                self._message(kind, "instance", place, target, evidence=instance is not None),
+                related=related,
+            )
+        self._pending.clear()
 
     def _check_factory(self, node: cst.Call) -> None:
         """``field(default_factory=asyncio.Lock)``, ``Factory(asyncio.Lock)`` in a class body."""
@@ -322,9 +351,17 @@ class AvoidAsyncioPrimitiveInInit(Rule):
         place: str,
         related: list[Related],
     ) -> None:
-        old = self.context.target_version < (3, 10)
         target = self._target if self._target and self._target.startswith("self.") else None
         target = target or "self._" + kind.lower()
+        if scope == "instance":
+            owner = next((f.name for f in reversed(self._frames) if f.kind == "class"), "")
+            self._pending.append((node, kind, owner, place, target, related))
+            return
+        message = self._message(kind, scope, place, target, evidence=False)
+        self.report(node, message, related=related)
+
+    def _message(self, kind: str, scope: str, place: str, target: str, *, evidence: bool) -> str:
+        old = self.context.target_version < (3, 10)
         shared = scope in ("module", "class")
         if old:
             hazard = (
@@ -346,6 +383,13 @@ class AvoidAsyncioPrimitiveInInit(Rule):
                 "thread running its own loop) then gets RuntimeError ('is bound to a different "
                 "event loop') as soon as it must wait on it"
             )
+        elif evidence:
+            hazard = (
+                "The object is also instantiated at module level in this file, so it outlives "
+                "any one event loop: the first loop that makes it wait owns it, and a second "
+                "`asyncio.run()` (or one loop per test) gets RuntimeError ('is bound to a "
+                "different event loop') as soon as it must wait on it"
+            )
         else:
             hazard = (
                 "Since Python 3.10 it binds to the first event loop that makes it wait and fails "
@@ -365,10 +409,6 @@ class AvoidAsyncioPrimitiveInInit(Rule):
                 f"asyncio.{kind}()` in an async method), or make sure each object lives on one "
                 "loop and suppress with `# noqa: IL201`"
             )
-        self.report(
-            node,
-            self.message.format(
-                primitive=f"`asyncio.{kind}`", place=place, hazard=hazard, instead=instead
-            ),
-            related=related,
+        return self.message.format(
+            primitive=f"`asyncio.{kind}`", place=place, hazard=hazard, instead=instead
         )

@@ -1,0 +1,71 @@
+"""IL201 asyncio-primitive-in-init: the message states the hazard for the target Python."""
+
+from __future__ import annotations
+
+import pytest
+
+from interlace.linters import LintContext, lint_source
+from interlace.linters.rules.primitives import AvoidAsyncioPrimitiveInInit
+
+IN_INIT = """\
+import asyncio
+class Client:
+    def __init__(self):
+        self.gate = asyncio.Event()
+"""
+
+
+def messages(source: str, version: tuple[int, int] = (3, 11)) -> list[str]:
+    context = LintContext(target_version=version)
+    result = lint_source(source, [AvoidAsyncioPrimitiveInInit], context=context)
+    return [f.message for f in result.findings]
+
+
+@pytest.mark.parametrize(
+    ("source", "version", "phrase"),
+    [
+        (IN_INIT, (3, 11), "Since Python 3.10 it binds to the first event loop that makes it wait"),
+        (IN_INIT, (3, 9), "Before Python 3.10 it binds at construction"),
+        ("import asyncio\nL = asyncio.Lock()\n", (3, 12), "shared by every importer of this"),
+        ("import asyncio\nclass C:\n    q = asyncio.Queue()\n", (3, 11), "every instance of the"),
+        (IN_INIT + "CLIENT = Client()\n", (3, 11), "also instantiated at module level"),
+    ],
+)
+def test_message_states_the_hazard_for_the_place_and_target(
+    source: str, version: tuple[int, int], phrase: str
+) -> None:
+    [message] = messages(source, version)
+    assert phrase in message
+
+
+def test_fix_hint_names_the_assigned_attribute() -> None:
+    [message] = messages(IN_INIT)
+    assert "`if self.gate is None: self.gate = asyncio.Event()`" in message
+
+
+def test_module_level_instantiation_is_a_related_location() -> None:
+    result = lint_source(IN_INIT + "CLIENT = Client()\n", [AvoidAsyncioPrimitiveInInit])
+    [finding] = result.findings
+    assert [(r.row, r.column, r.message) for r in finding.related] == [
+        (3, 9, "`__init__` runs wherever the object is built, usually before a loop runs"),
+        (
+            5,
+            10,
+            "`Client` is instantiated at module level here, so its Event outlives any one "
+            "event loop",
+        ),
+    ]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from asyncio import Lock\nfrom threading import Lock\nL = Lock()\n",
+        "import asyncio\nx: asyncio.Lock\ndef f(l: asyncio.Lock = None) -> asyncio.Event: ...\n",
+        "import asyncio\nclass C:\n    def __init__(self):\n"
+        "        self.f = lambda: asyncio.Lock()\n",
+        "import asyncio\nclass C:\n    def setup(self):\n        self.l = asyncio.Lock()\n",
+    ],
+)
+def test_no_finding_for_rebound_names_annotations_lambdas_and_other_methods(source: str) -> None:
+    assert messages(source) == []
