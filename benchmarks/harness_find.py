@@ -249,7 +249,7 @@ def main(argv: list[str]) -> int:
     )
     print(
         "  stress: '+' = not found within the wall budget of "
-        f"{stress_budget:g} s (ratio is then an upper bound '<')"
+        f"{stress_budget:g} s (ratio is then an upper bound '<', and so may be the median)"
     )
 
     print()
