@@ -322,9 +322,9 @@ def test_il102_names_the_evidence_as_a_related_location() -> None:
     "evidence",
     [
         "self._t = threading.Thread(target=self.run)",
-        "self._pool.submit(self.run)",
-        "loop.run_in_executor(None, self.run)",
-        "asyncio.to_thread(self.run)",
+        "self._pool.submit(self.get, 'k')",
+        "loop.run_in_executor(None, self.get, 'k')",
+        "asyncio.to_thread(self.get, 'k')",
     ],
 )
 def test_il102_recognizes_thread_evidence(evidence: str) -> None:
@@ -341,6 +341,21 @@ def test_il102_recognizes_thread_evidence(evidence: str) -> None:
                     self._d[k] = []
         """
     assert reported(FlagUnlockedCheckThenAct, source) == ["self._d[k]"]
+
+
+def test_il102_executor_evidence_covers_only_the_method_handed_over() -> None:
+    source = """
+        import asyncio
+
+        class S:
+            async def start(self):
+                await asyncio.to_thread(self.run)
+
+            def get(self, k):
+                if k not in self._d:
+                    self._d[k] = []
+        """
+    assert lint(FlagUnlockedCheckThenAct, source) == []
 
 
 def test_il102_class_evidence_does_not_spread_to_other_classes() -> None:

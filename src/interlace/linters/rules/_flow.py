@@ -72,7 +72,7 @@ _SKIPPED_FIELD = re.compile(
 )
 _FIELDS: dict[type[cst.CSTNode], tuple[str, ...]] = {}
 
-_LOCK_WORD = re.compile(r"lock|mutex|semaphore|(^|_)(sem|cond|condition|cv)$", re.IGNORECASE)
+_LOCK_WORD = re.compile(r"lock|mutex|semaphore|(^|_)(sem|cond|condition|cv|guard)$", re.IGNORECASE)
 _SCOPE_BOUNDARY = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
 
@@ -239,8 +239,8 @@ def _bound_names(target: cst.BaseExpression) -> Iterator[str]:
 class FunctionFacts:
     """What one function binds, gathered during the batched traversal.
 
-    Invariant: ``assigned`` holds every name the function body binds (not its nested scopes),
-    ``declared`` every name it declares ``global`` or ``nonlocal``.
+    Invariant: ``assigned`` holds every name the function body binds (not its nested scopes)
+    and its ``nonlocal`` names, ``declared`` every name it declares ``global``.
     """
 
     node: cst.FunctionDef
@@ -352,8 +352,10 @@ class FactsCollector:
             self.facts_stack[-1].declared.update(n.name.value for n in node.names)
 
     def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+        # A closure's `nonlocal` state is shared only by the closures of one call, which the
+        # rules treat like locals.
         if self.facts_stack:
-            self.facts_stack[-1].declared.update(n.name.value for n in node.names)
+            self.facts_stack[-1].assigned.update(n.name.value for n in node.names)
 
 
 @dataclass(slots=True)
@@ -361,8 +363,8 @@ class StateNames:
     """Decides which expressions denote *shared* state inside one function.
 
     Shared: attribute chains rooted at ``self``/``cls``, at a parameter (``include_params``), at
-    a name declared ``global``/``nonlocal``, or at a module-level variable the function does not
-    rebind; bare names only when declared ``global``/``nonlocal`` or (as containers) module-level.
+    a name declared ``global``, or at a module-level variable the function does not rebind; bare
+    names only when declared ``global`` or (as containers) module-level.
     Locals are never shared. ``aliases`` maps a local to the state it was read from
     (``h = self._d.get(k)``), so a check of the local is a check of that state.
     """

@@ -16,6 +16,7 @@ replaces the earlier check, which is what makes a correct double-checked lock pa
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import ClassVar
@@ -100,19 +101,42 @@ def _suspended(state: _State, node: cst.CSTNode) -> _State:
     }
 
 
-def _is_reset(node: cst.CSTNode, value: cst.BaseExpression | None) -> bool:
-    """Say whether a write resets state (``= None``, ``= False``, ``.discard(x)``).
+_TERMINAL_FLAG = re.compile(
+    r"(closed|exhausted|terminated|finished|done|stopped|cancelled|completed|ended)$"
+)
 
-    Resetting after an awaited teardown is idempotent: a second task doing the same teardown
-    writes the same value, so the rule leaves these writes alone.
+
+def _is_reset(key: str, node: cst.CSTNode, value: cst.BaseExpression | None) -> bool:
+    """Say whether a write resets state (``= None``, ``= False``, ``.discard(x)``) or sets a
+    terminal flag (``self._closed = True``).
+
+    Both are idempotent: a second task doing the same teardown writes the same value, so the
+    rule leaves these writes alone.
     """
     if isinstance(value, cst.Name):
+        if value.value == "True":
+            return bool(_TERMINAL_FLAG.search(key.rsplit(".", 1)[-1].lower()))
         return value.value in ("None", "False")
     return (
         isinstance(node, cst.Call)
         and isinstance(node.func, cst.Attribute)
         and node.func.attr.value == "discard"
     )
+
+
+def _rereads(key: str, value: cst.BaseExpression | None, names: StateNames) -> bool:
+    """Say whether an assigned value reads the written state again (``self._ids = [i for i in
+    self._ids if ...]``): the write builds on the current value, not on the stale check."""
+    if value is None:
+        return False
+    stack: list[cst.CSTNode] = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.Attribute, cst.Name)) and names.key(node) == key:
+            return True
+        if not isinstance(node, cst.Lambda):
+            stack.extend(children(node))
+    return False
 
 
 def _always_true(test: cst.BaseExpression) -> bool:
@@ -197,15 +221,21 @@ class CheckThenActFlow:
         check = state.pop(key, None)
         if check is None:
             return
-        if check.test is not None:
-            # The other state read by the same test is settled too: a test such as
-            # `if self._connecting or self._ws is not None: raise` followed by
-            # `self._connecting = True` claims the operation for this task.
+        if check.suspension is None and not self.threaded:
+            # A write right after its check claims the operation for this task (a flag like
+            # `self._pumping = True` or `self.state = RUNNING`): every check that has not
+            # seen a suspension point yet is settled by it.
+            for other in [k for k, c in state.items() if c.suspension is None]:
+                del state[other]
+        elif check.test is not None:
             for other in [k for k, c in state.items() if c.test is check.test]:
                 del state[other]
-        if not self.accept(key) or _is_reset(node, value):
+        if not self.accept(key):
             return
         if not self.threaded:
+            # Only asyncio makes these idempotent: threads interleave inside the teardown too.
+            if _is_reset(key, node, value) or _rereads(key, value, self.names):
+                return
             if check.suspension is None:
                 return
             if any(guard.fresh for guard in self._guards):
@@ -373,11 +403,16 @@ class CheckThenActFlow:
             self._guards.append(_Guard(fresh=bool(keys)))
             other = self._if(stmt.orelse, dict(inner))
             self._guards.pop()
+            if other is not None and body is not None:
+                # After `if a: ... elif b: return`, the code is guarded by `a or not b`, not
+                # by `b`: the elif's guard clause does not carry past the chain.
+                elif_test = stmt.orelse.test
+                other = {k: c for k, c in other.items() if c.test is not elif_test}
         else:
             other = self._under(keys, block_body(stmt.orelse.body), dict(inner))
         out = _merge(body, other)
-        if out is None or body is None or other is None:
-            # When one branch leaves, the code after the `if` is guarded by the test.
+        if out is None or (body is None and stmt.orelse is None):
+            # A guard clause (`if <test>: return`): the code after it is guarded by the test.
             return out
         for key in keys:
             new = out.pop(key, None)
@@ -506,6 +541,30 @@ def _related(finding: Finding, what: str) -> list[Related]:
     return related
 
 
+def _own_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """Return the nodes of ``node`` outside nested scopes."""
+    found: list[cst.CSTNode] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        found.append(current)
+        if current is node or not isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            stack.extend(children(current))
+    return found
+
+
+_TEARDOWN = re.compile(
+    r"(a?close|cleanup|shutdown|stop|disconnect|teardown|terminate|dispose|release|finali[sz]e|"
+    r"_?aexit__)",
+    re.IGNORECASE,
+)
+"""Teardown coroutines: running one twice concurrently is idempotent in practice (both tasks
+close the same resource and reset the same state), so IL101 does not look into them. Nor does
+it look into ``__anext__`` or async generators: an async iterator is driven by one consumer at
+a time (a second ``anext`` on a running generator raises), and triage on agent frameworks found
+no real hazard among their findings."""
+
+
 class FlagCheckThenActAcrossAwait(FactsCollector, Rule):
     """IL101: a check of shared state and a dependent write with a suspension point between."""
 
@@ -627,7 +686,11 @@ class FlagCheckThenActAcrossAwait(FactsCollector, Rule):
 
     def function_done(self, facts: FunctionFacts) -> None:
         node = facts.node
-        if node.asynchronous is None or find_suspension(node.body) is None:
+        if node.asynchronous is None or _TEARDOWN.match(node.name.value.lstrip("_")):
+            return
+        if node.name.value == "__anext__" or find_suspension(node.body) is None:
+            return
+        if any(isinstance(n, cst.Yield) for n in _own_nodes(node.body)):
             return
         names = StateNames.of(facts, self.module_names, include_params=False)
         for finding in CheckThenActFlow(names, threaded=False).run(node):
@@ -664,6 +727,9 @@ _THREAD_LOCKS = frozenset(
         "_thread.allocate_lock",
     }
 )
+
+
+_CLASS_WIDE = _THREAD_LOCKS | {"threading.Thread", "threading.Timer", "_thread.start_new_thread"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -796,12 +862,15 @@ class FlagUnlockedCheckThenAct(FactsCollector, Rule):
         "        with _lock:\n"
         "            _c = object()\n"
         "    return _c\n",
-        "from concurrent.futures import ThreadPoolExecutor\n"
-        "_pool = ThreadPoolExecutor()\n"
+        "import threading\n"
+        "_registry_lock = threading.RLock()\n"
         "_registry = {}\n"
         "def register(name, factory):\n"
         "    if name not in _registry:\n"
-        "        _registry[name] = factory()\n",
+        "        _registry[name] = factory()\n"
+        "def unregister(name):\n"
+        "    with _registry_lock:\n"
+        "        _registry.pop(name, None)\n",
     )
 
     def __init__(self, context: LintContext) -> None:
@@ -826,14 +895,19 @@ class FlagUnlockedCheckThenAct(FactsCollector, Rule):
         self._with_names.append((node.item, self._owner()))
 
     def leave_Module(self, original_node: cst.Module) -> None:
-        by_class, module = self._evidence(original_node)
-        if not self._candidates or (not by_class and module is None and not self._shared()):
+        by_class, by_method, module = self._evidence(original_node)
+        if not self._candidates or (
+            not by_class and not by_method and module is None and not self._shared()
+        ):
             return
         for facts in self._candidates:
             owner = facts.class_name
             evidence: dict[str, _Evidence | None] = {}
+            method = (owner, facts.node.name.value)
             if owner is not None and owner in by_class:
                 evidence["self"] = evidence["cls"] = by_class[owner]
+            elif owner is not None and method in by_method:
+                evidence["self"] = evidence["cls"] = by_method[method]
             elif owner is not None and owner in self.context.shared_classes:
                 evidence["self"] = evidence["cls"] = None
             if module is not None:
@@ -860,9 +934,18 @@ class FlagUnlockedCheckThenAct(FactsCollector, Rule):
     def _shared(self) -> bool:
         return bool(self.context.shared_classes)
 
-    def _evidence(self, module: cst.Module) -> tuple[dict[str, _Evidence], _Evidence | None]:
-        """Find what shows a class or the module is shared between threads."""
+    def _evidence(
+        self, module: cst.Module
+    ) -> tuple[dict[str, _Evidence], dict[tuple[str, str], _Evidence], _Evidence | None]:
+        """Find what shows a class, one method, or the module is shared between threads.
+
+        A threading lock or a thread started on a bound method makes the whole class (or
+        module) shared: the code defends itself against threads, or runs concurrently with its
+        own object. Handing a bound method to an executor or ``to_thread`` makes only that
+        method shared: the rest of the class may well run on the event loop thread alone.
+        """
         by_class: dict[str, _Evidence] = {}
+        by_method: dict[tuple[str, str], _Evidence] = {}
         first: _Evidence | None = None
         for stmt in module.body:
             if isinstance(stmt, cst.SimpleStatementLine):
@@ -881,18 +964,31 @@ class FlagUnlockedCheckThenAct(FactsCollector, Rule):
             if what is None:
                 continue
             found = _Evidence(call, what)
-            if first is None:
-                first = found
-            if owner is not None:
-                by_class.setdefault(owner, found)
+            if self.aliases.qualify(call.func) in _CLASS_WIDE:
+                if first is None:
+                    first = found
+                if owner is not None:
+                    by_class.setdefault(owner, found)
+            elif owner is not None:
+                for arg in call.args:
+                    if _bound_method(arg.value):
+                        assert isinstance(arg.value, cst.Attribute)
+                        by_method.setdefault((owner, arg.value.attr.value), found)
         for item, owner in self._with_names:
             name = dotted(item)
             if owner is not None and name in self._module_locks:
                 by_class.setdefault(owner, _Evidence(item, f"with {name}"))
-        return by_class, first
+        return by_class, by_method, first
 
     def _thread_api(self, call: cst.Call) -> str | None:
+        """Say what ``call`` shows about threads: a threading lock (the code defends itself
+        against threads), or a bound method ``self.x`` handed to a thread or an executor."""
         qualified = self.aliases.qualify(call.func)
+        if qualified in _THREAD_LOCKS:
+            return _THREAD_APIS[qualified]
+        if not any(_bound_method(arg.value) for arg in call.args):
+            # Handing *some* callable to a thread says little about this class's own state.
+            return None
         if qualified is not None and qualified in _THREAD_APIS:
             return _THREAD_APIS[qualified]
         func = call.func
@@ -907,6 +1003,15 @@ class FlagUnlockedCheckThenAct(FactsCollector, Rule):
             if "executor" in last or "pool" in last:
                 return f"{receiver}.submit()"
         return None
+
+
+def _bound_method(expr: cst.BaseExpression) -> bool:
+    """Say whether ``expr`` is ``self.<name>`` (a bound method handed to another thread)."""
+    return (
+        isinstance(expr, cst.Attribute)
+        and isinstance(expr.value, cst.Name)
+        and expr.value.value in ("self", "cls")
+    )
 
 
 def _accepting(evidence: dict[str, _Evidence | None]) -> Callable[[str], bool]:
