@@ -21,7 +21,7 @@ from interlace._core.result import (
     RunResult,
 )
 from interlace._core.schedule import READY, TIMER, Decision, Settings, encode_token
-from interlace._core.strategy import Chooser, ReplayChooser, Strategy
+from interlace._core.strategy import Chooser, ExhaustiveStrategy, ReplayChooser, Strategy
 
 __all__ = ("Backend", "ReplayHints", "explore_backend", "label_for", "make_failure", "shrink")
 
@@ -78,61 +78,88 @@ def shrink(
 ) -> tuple[RunResult, int]:
     """Shrink a failing run to the fewest deviations from stock order, then the fewest steps.
 
+    First locally (drop deviations, lower each one's option, move each one earlier), then
+    globally: a breadth-first search over schedules with fewer deviations than the local
+    result, which finds a smaller failure that shares no deviation with the first one; then
+    locally again. Everything is bounded by ``max_runs`` and ``max_seconds``.
+
     Returns the best run (failing the same way as ``found``) and the number of runs spent.
     """
     best = found
     runs = 0
     deadline = time.monotonic() + max_seconds
 
-    def attempt(decisions: Sequence[Decision]) -> bool:
-        nonlocal best, runs
-        if runs >= max_runs or time.monotonic() > deadline:
-            return False
+    def spent() -> bool:
+        return runs >= max_runs or time.monotonic() > deadline
+
+    def run(chooser: Chooser) -> RunResult:
+        nonlocal runs
         runs += 1
-        result = backend.run(ReplayChooser(decisions, strict=False))
+        return backend.run(chooser)
+
+    def attempt(decisions: Sequence[Decision]) -> bool:
+        nonlocal best
+        if spent():
+            return False
+        result = run(ReplayChooser(decisions, strict=False))
         if result.same_failure(found) and _cost(result) < _cost(best):
             best = result
             return True
         return False
 
+    def local() -> None:
+        # Remove deviations: halves first (ddmin-style), then one at a time, to a fixpoint.
+        changed = True
+        while changed and best.decisions:
+            changed = False
+            current = list(best.decisions)
+            size = len(current) // 2
+            while size >= 1 and not changed:
+                for start in range(0, len(current), size):
+                    if attempt(current[:start] + current[start + size :]):
+                        changed = True
+                        break
+                size //= 2
+        # Take each remaining deviation's smallest option that still fails.
+        for index in range(len(best.decisions)):
+            if index >= len(best.decisions):
+                break
+            decision = best.decisions[index]
+            for choice in range(1, decision.choice):
+                trial = list(best.decisions)
+                trial[index] = Decision(decision.step, decision.kind, choice, decision.actor)
+                if attempt(trial):
+                    break
+        # Fewer steps: try each deviation earlier (the failure may then come sooner).
+        for index in range(len(best.decisions)):
+            if index >= len(best.decisions):
+                break
+            decision = best.decisions[index]
+            lower = best.decisions[index - 1].step + 1 if index else 1
+            step = decision.step
+            while step - 1 >= lower:
+                trial = list(best.decisions)
+                trial[index] = Decision(step - 1, decision.kind, decision.choice, decision.actor)
+                if not attempt(trial):
+                    break
+                step -= 1
+                decision = best.decisions[index]
+
     if best.decisions and attempt(()):
         return best, runs
-    # Remove deviations: first halves (ddmin-style), then one at a time, until nothing goes.
-    changed = True
-    while changed and best.decisions:
-        changed = False
-        current = list(best.decisions)
-        size = len(current) // 2
-        while size >= 1 and not changed:
-            for start in range(0, len(current), size):
-                if attempt(current[:start] + current[start + size :]):
-                    changed = True
-                    break
-            size //= 2
-    # Take each remaining deviation's smallest option that still fails.
-    for index in range(len(best.decisions)):
-        if index >= len(best.decisions):
-            break
-        decision = best.decisions[index]
-        for choice in range(1, decision.choice):
-            trial = list(best.decisions)
-            trial[index] = Decision(decision.step, decision.kind, choice, decision.actor)
-            if attempt(trial):
+    local()
+    if len(best.decisions) > 1 and not spent():
+        search = ExhaustiveStrategy(bound=len(best.decisions) - 1)
+        while not spent():
+            chooser = search.next_chooser()
+            if chooser is None:
                 break
-    # Fewer steps: try each deviation earlier (the failure may then come sooner).
-    for index in range(len(best.decisions)):
-        if index >= len(best.decisions):
-            break
-        decision = best.decisions[index]
-        lower = best.decisions[index - 1].step + 1 if index else 1
-        step = decision.step
-        while step - 1 >= lower:
-            trial = list(best.decisions)
-            trial[index] = Decision(step - 1, decision.kind, decision.choice, decision.actor)
-            if not attempt(trial):
+            result = run(chooser)
+            search.finished(chooser, result.steps)
+            if result.same_failure(found) and len(result.decisions) < len(best.decisions):
+                best = result
+                local()
                 break
-            step -= 1
-            decision = best.decisions[index]
     return best, runs
 
 

@@ -168,9 +168,12 @@ class _PCTChooser(Chooser):
                 value = self._priority_of(actor)
             if value > best_priority:
                 best, best_priority = index, value
+        # Advancing the clock is one more option, with a priority of its own (actor -1).
+        if can_advance and self._priority_of(-1) > best_priority:
+            best = len(actors)
         if step in self._change_points:
             self._low -= 1.0
-            self._priority[actors[best]] = self._low
+            self._priority[actors[best] if best < len(actors) else -1] = self._low
         return best
 
     def choose_timer(self, step: int, count: int) -> int:
@@ -215,10 +218,13 @@ class _DFSChooser(Chooser):
     It records every schedule point with two or more options, for the DFS to backtrack over.
     """
 
-    def __init__(self, prefix: Sequence[int]) -> None:
+    def __init__(self, prefix: Sequence[int], max_points: int = NEVER) -> None:
         self._prefix = prefix
         self.points: list[_Point] = []
         self.consult_at = 0
+        self._max_points = max(max_points, len(prefix))
+        self.truncated = False
+        """True if the run went on past ``max_points`` schedule points without recording them."""
 
     @property
     def prefix_taken(self) -> list[int]:
@@ -234,11 +240,21 @@ class _DFSChooser(Chooser):
         return choice
 
     def choose(self, step: int, actors: Sequence[int], can_advance: bool) -> int:
-        self.consult_at = step + 1
         options = len(actors) + (1 if can_advance else 0)
-        return self._next(options) if options > 1 else 0
+        choice = self._next(options) if options > 1 else 0
+        if len(self.points) >= self._max_points:
+            # The search already holds more schedules than its budget can run: the rest of
+            # this run is stock order, and costs what stock order costs.
+            self.truncated = True
+            self.consult_at = NEVER
+        else:
+            self.consult_at = step + 1
+        return choice
 
     def choose_timer(self, step: int, count: int) -> int:
+        if len(self.points) >= self._max_points:
+            self.truncated = True
+            return 0
         return self._next(count)
 
 
@@ -334,8 +350,10 @@ class ExhaustiveStrategy(Strategy):
 
     name = "exhaustive"
 
-    def __init__(self, bound: int = 2) -> None:
+    def __init__(self, bound: int = 2, budget: int = NEVER) -> None:
         self.bound = bound
+        self._budget = budget
+        self._truncated = False
         # A pending schedule is (parent prefix, point index, option): its prefix is the
         # parent's, stock choices up to the point, then the option. Sharing the parent
         # tuple keeps a level of the search small in memory.
@@ -347,7 +365,7 @@ class ExhaustiveStrategy(Strategy):
     def next_chooser(self) -> Chooser | None:
         if not self._started:
             self._started = True
-            return _DFSChooser(())
+            return _DFSChooser((), self._max_points())
         if not self._pending and self._next_level and self._level < self.bound:
             self._level += 1
             self._pending.extend(self._next_level)
@@ -357,10 +375,21 @@ class ExhaustiveStrategy(Strategy):
             return None
         parent, index, option = self._pending.popleft()
         prefix = parent + (0,) * (index - len(parent)) + (option,)
-        return _DFSChooser(prefix)
+        return _DFSChooser(prefix, self._max_points())
+
+    def _max_points(self) -> int:
+        # Schedule points beyond this would only add children the budget can never run.
+        waiting = len(self._pending) + len(self._next_level)
+        return max(1, self._budget - waiting) if self._budget != NEVER else NEVER
+
+    @property
+    def exhausted(self) -> bool:
+        """True once every schedule within the bound has run (none was cut by the budget)."""
+        return self._exhausted and not self._truncated
 
     def finished(self, chooser: Chooser, steps: int) -> None:
         assert isinstance(chooser, _DFSChooser)
+        self._truncated = self._truncated or chooser.truncated
         prefix = tuple(chooser.prefix_taken)
         if sum(1 for choice in prefix if choice) >= self.bound:
             return
@@ -412,8 +441,10 @@ STRATEGIES = ("auto", "random", "pct", "delay", "exhaustive")
 """The names accepted by ``explore(strategy=...)``."""
 
 
-def make_strategy(name: str, seed: int, *, bound: int = 2, depth: int = 3) -> Strategy:
-    """Build the named strategy (validated by the caller)."""
+def make_strategy(
+    name: str, seed: int, *, bound: int = 2, depth: int = 3, budget: int = NEVER
+) -> Strategy:
+    """Build the named strategy (validated by the caller); ``budget`` is max_schedules."""
     if name == "random":
         return RandomWalkStrategy(seed)
     if name == "pct":
@@ -421,9 +452,12 @@ def make_strategy(name: str, seed: int, *, bound: int = 2, depth: int = 3) -> St
     if name == "delay":
         return SparseDelayStrategy(seed)
     if name == "exhaustive":
-        return ExhaustiveStrategy(bound)
+        return ExhaustiveStrategy(bound, budget)
     if name == "auto":
-        return PortfolioStrategy(
-            [ExhaustiveStrategy(bound), RandomWalkStrategy(seed), PCTStrategy(seed + 1, depth)]
-        )
+        # Chosen by benchmarks/harness_find.py: the random walk finds hidden bugs in the
+        # fewest schedules (median 2 on the suite); the exhaustive search runs stock order
+        # first and proves small programs correct within the bound. PCT and sparse delays
+        # were slower on the suite and stay available by name.
+        walk = RandomWalkStrategy(seed)
+        return PortfolioStrategy([ExhaustiveStrategy(bound, budget // 4 + 1), walk, walk, walk])
     raise ValueError(name)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import functools
 import gc
 import linecache
 import os
@@ -40,6 +41,7 @@ _LIBRARY_PACKAGES = ("anyio", "sniffio", "_pytest", "pluggy", "pytest_asyncio", 
 _owners: weakref.WeakKeyDictionary[Any, list[asyncio.Task[Any]]] = weakref.WeakKeyDictionary()
 
 
+@functools.lru_cache(maxsize=4096)
 def is_library_file(filename: str) -> bool:
     """True for frames a report should hide: stdlib, interlace's own, and async libraries."""
     path = os.path.normcase(os.path.realpath(filename))

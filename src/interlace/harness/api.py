@@ -119,8 +119,9 @@ def explore(
 
     Args:
         target: a zero-argument ``async def`` function (called once per schedule).
-        strategy: ``"auto"`` (bounded exhaustive search interleaved with random walk and
-            PCT), ``"random"``, ``"pct"``, ``"delay"`` or ``"exhaustive"``.
+        strategy: ``"auto"`` (stock order and bounded exhaustive search on one schedule in
+            four, a seeded random walk on the others), ``"random"``, ``"pct"``, ``"delay"``
+            or ``"exhaustive"``.
         max_schedules: the most schedules to run (shrinking runs are not counted).
         seed: makes the exploration repeatable; None picks one (see ``Exploration.seed``).
         max_steps: steps one schedule may take before it counts as a hang.
@@ -169,7 +170,7 @@ def explore(
     with ownership():
         return explore_backend(
             backend,
-            make_strategy(strategy, seed, bound=bound, depth=depth),
+            make_strategy(strategy, seed, bound=bound, depth=depth, budget=max_schedules),
             max_schedules=max_schedules,
             seed=seed,
             hints=hints or _hints(target),
