@@ -59,7 +59,7 @@ class MultiStepAgent(BaseAgent):
         if self.taken == self.steps:
             return None
         await asyncio.sleep(0)
-        self.taken += 1
+        self.taken += 1  # noqa: IL101 - one run drives this double: no concurrent step()
         await asyncio.sleep(0)
         self.returned += 1
         return f"out-{self.taken}"
