@@ -118,3 +118,23 @@ def test_unseeded_explorations_pick_differing_seeds() -> None:
     ]
     assert all(e.failure is not None for e in explorations)
     assert len({e.seed for e in explorations}) > 1
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_the_shrunk_failure_has_the_fewest_deviations_any_failing_schedule_has(name: str) -> None:
+    # The exhaustive search runs schedules in order of their number of deviations, so the
+    # first failure it finds has the fewest deviations any failure of that kind can have.
+    module = _module(name)
+    fewest = interlace.explore(
+        module.buggy,
+        strategy="exhaustive",
+        bound=3,
+        seed=SEED,
+        max_schedules=2000,
+        max_steps=BUGGY_MAX_STEPS,
+    ).failure
+    found = _explore_buggy(name).failure
+    assert fewest is not None
+    assert found is not None
+    assert found.kind == fewest.kind
+    assert found.deviations == fewest.deviations
