@@ -4,8 +4,9 @@ Cost model (measured in ``benchmarks/lint_throughput.py``): parsing dominates, s
 selected rule can match (its text contains none of the rules' ``TRIGGERS``) is not parsed at all;
 a file that is parsed is traversed once with every rule batched (``_walk.walk_batched``, a
 read-only equivalent of ``libcst.visit_batched`` that does not rebuild nodes); line
-and column positions (``PositionProvider``, a second pass that regenerates the code) are computed
-only for files that produced a report.
+and column positions are computed only for files that produced a report, and only for the
+statements that hold reported nodes (``_positions``; ``PositionProvider`` over the whole module
+regenerates all of its code, about twice the cost of the parse).
 
 Invariant: :func:`lint_source` never raises for any input; a file that cannot be parsed and a rule
 that raises both become :class:`FileError` entries of the result.
@@ -16,12 +17,13 @@ from __future__ import annotations
 import ast
 import re
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
+from interlace.linters._positions import node_positions
 from interlace.linters._rule import LintContext, Report, Rule
 from interlace.linters._walk import walk_batched
 
@@ -224,9 +226,10 @@ def _run_rules(
     return reports, errors, wrapper
 
 
-def _span(positions: object, node: cst.CSTNode) -> tuple[int, int, int, int]:
-    code_range = positions[node]  # type: ignore[index]
-    assert isinstance(code_range, CodeRange)
+def _span(
+    positions: Mapping[cst.CSTNode, CodeRange], node: cst.CSTNode
+) -> tuple[int, int, int, int]:
+    code_range = positions[node]
     return (
         code_range.start.line,
         code_range.start.column + 1,
@@ -274,9 +277,11 @@ def lint_source(
         reports, errors, wrapper = _run_rules(module, picked, context, filename)
         if not reports:
             return FileResult(filename, errors=tuple(errors), lines=lines, parsed=True)
-        if wrapper is None:
-            wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-        positions = wrapper.resolve(PositionProvider)
+        if wrapper is not None:
+            positions: Mapping[cst.CSTNode, CodeRange] = wrapper.resolve(PositionProvider)
+        else:
+            wanted = [n for rep in reports for n in (rep.node, *(r.node for r in rep.related))]
+            positions = node_positions(module, data, wanted)
         text_lines = data.decode(module.encoding, errors="replace").splitlines()
         findings: list[Finding] = []
         for rep in reports:
