@@ -207,3 +207,14 @@ def test_interlace_main_lint_usage_error_exits_2(capsys: pytest.CaptureFixture[s
 
     assert main(["lint", "--format", "xml"]) == 2
     assert "invalid choice: 'xml'" in capsys.readouterr().err
+
+
+def test_broken_pyproject_with_our_table_is_reported_not_skipped(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    put(project, "pyproject.toml", "[tool.interlace.lint\nselect = []\n")
+    assert lint_main(["--no-cache"]) == 2
+    err = capsys.readouterr().err
+    path = str(project / "pyproject.toml")
+    assert err.startswith(f"interlace lint: error: config file {path!r} is not valid TOML: ")
+    assert err.endswith("; fix the syntax\n")

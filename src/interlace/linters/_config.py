@@ -120,8 +120,15 @@ def find_config(start: Path) -> Path | None:
         candidate = directory / "pyproject.toml"
         if candidate.is_file():
             try:
-                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+                text = candidate.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            try:
+                data = tomllib.loads(text)
+            except tomllib.TOMLDecodeError:
+                # A broken file that mentions our table is ours to report, not to skip.
+                if "tool.interlace" in text:
+                    return candidate
                 continue
             if isinstance(data.get("tool", {}).get("interlace", {}).get("lint"), dict):
                 return candidate
