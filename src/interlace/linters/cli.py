@@ -11,9 +11,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from interlace.errors import ConfigError
+
+if TYPE_CHECKING:
+    from interlace.linters._config import LintConfig
 
 __all__ = ("add_parser", "lint_main", "run")
 
@@ -159,7 +162,7 @@ def _per_file(values: Sequence[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
     return tuple(pairs)
 
 
-def _resolve_config(args: argparse.Namespace) -> Any:
+def _resolve_config(args: argparse.Namespace) -> LintConfig:
     from interlace.linters._config import (
         check_selectors,
         find_config,
