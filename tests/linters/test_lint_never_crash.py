@@ -52,7 +52,7 @@ def test_a_sample_of_site_packages_produces_no_internal_error() -> None:
     assert len(sample) >= 30
     internal = []
     for path in sample:
-        result = lint_source(path.read_bytes(), all_rules(), filename=str(path))
+        result = lint_source(path.read_bytes(), ALWAYS_ON, filename=str(path))
         internal += [e for e in result.errors if e.kind != "syntax"]
     assert internal == []
 
