@@ -99,7 +99,8 @@ def test_public_modules_list_exactly_their_public_names(name: str) -> None:
     public = {
         attribute
         for attribute in dir(module)
-        if not attribute.startswith("_")
+        if attribute.isidentifier()
+        and not attribute.startswith("_")
         and getattr(getattr(module, attribute), "__module__", name).startswith(name)
         and not isinstance(getattr(module, attribute), type(sys))
     }
