@@ -19,6 +19,7 @@ from interlace.linters._output import (
     escape_github_data,
     escape_github_property,
     format_github,
+    format_github_errors,
     format_json,
     format_sarif,
     format_statistics,
@@ -147,4 +148,16 @@ def test_github_annotation_line() -> None:
 def test_statistics_count_per_code() -> None:
     assert format_statistics([FINDING, FINDING], all_rules()) == (
         "    2\tIL201\tasyncio-primitive-in-init\n"
+    )
+
+
+def test_github_annotations_for_files_that_could_not_be_linted() -> None:
+    errors = [
+        FileError("a.py", 3, 7, "cannot parse: invalid syntax", "syntax"),
+        FileError("missing.py", 0, 0, "no such file or directory", "io"),
+    ]
+    assert format_github_errors(errors) == (
+        "::error file=a.py,line=3,col=7,title=interlace syntax error::cannot parse: invalid "
+        "syntax\n"
+        "::error file=missing.py,title=interlace io error::no such file or directory\n"
     )

@@ -20,6 +20,7 @@ __all__ = (
     "escape_github_property",
     "format_concise",
     "format_github",
+    "format_github_errors",
     "format_json",
     "format_sarif",
     "format_statistics",
@@ -278,6 +279,18 @@ def format_github(findings: Sequence[Finding]) -> str:
             f"\n{f.filename}:{r.row}:{r.column}: {r.message}" for r in f.related
         )
         out.append(f"::error {props}::{escape_github_data(message)}\n")
+    return "".join(out)
+
+
+def format_github_errors(errors: Sequence[FileError]) -> str:
+    """GitHub ``::error`` commands for files that could not be linted (parse, I/O, internal)."""
+    out = []
+    for e in errors:
+        props = [("file", e.filename), ("title", f"interlace {e.kind} error")]
+        if e.row:
+            props[1:1] = [("line", str(e.row)), ("col", str(e.column))]
+        rendered = ",".join(f"{k}={escape_github_property(v)}" for k, v in props)
+        out.append(f"::error {rendered}::{escape_github_data(e.message)}\n")
     return "".join(out)
 
 

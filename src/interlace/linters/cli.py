@@ -241,6 +241,7 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         )
     elif args.format == "github":
         out.write(_output.format_github(findings))
+        out.write(_output.format_github_errors(result.errors))
     elif args.format == "concise":
         out.write(_output.format_concise(findings))
     else:
