@@ -69,3 +69,11 @@ def test_module_level_instantiation_is_a_related_location() -> None:
 )
 def test_no_finding_for_rebound_names_annotations_lambdas_and_other_methods(source: str) -> None:
     assert messages(source) == []
+
+
+@pytest.mark.parametrize(("version", "count"), [((3, 9), 1), ((3, 10), 0), ((3, 12), 0)])
+def test_main_block_primitives_are_flagged_only_before_3_10(
+    version: tuple[int, int], count: int
+) -> None:
+    source = 'import asyncio\nif __name__ == "__main__":\n    Q = asyncio.Queue()\n'
+    assert len(messages(source, version)) == count

@@ -147,3 +147,9 @@ class Singleton:
 
 
 INSTANCE = Singleton()
+
+
+if __name__ == "__main__":
+    # target py311: one asyncio.run() owns it; binding is lazy since 3.10
+    QUEUE = asyncio.Queue()
+    asyncio.run(main())

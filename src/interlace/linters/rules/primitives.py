@@ -31,7 +31,8 @@ _FACTORY_KEYWORDS = frozenset({"default_factory", "factory"})
 class _Frame:
     """One scope on the rule's stack.
 
-    ``kind`` is ``module``, ``class``, ``function`` or ``lambda``; ``node`` is the scope's node.
+    ``kind`` is ``module``, ``main`` (the body of ``if __name__ == "__main__":``), ``class``,
+    ``function`` or ``lambda``; ``node`` is the scope's node.
     """
 
     kind: str
@@ -47,6 +48,19 @@ def _dotted(node: cst.BaseExpression) -> str | None:
         base = _dotted(node.value)
         return None if base is None else f"{base}.{node.attr.value}"
     return None
+
+
+def _is_main_guard(test: cst.BaseExpression) -> bool:
+    """``__name__ == "__main__"`` (either order, either quote)."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return False
+    target = test.comparisons[0]
+    if not isinstance(target.operator, cst.Equal):
+        return False
+    sides = [test.left, target.comparator]
+    names = [s.value for s in sides if isinstance(s, cst.Name)]
+    strings = [s.evaluated_value for s in sides if isinstance(s, cst.SimpleString)]
+    return names == ["__name__"] and strings == ["__main__"]
 
 
 def _module_name(node: cst.Attribute | cst.Name) -> str:
@@ -216,6 +230,14 @@ class AvoidAsyncioPrimitiveInInit(Rule):
     def leave_FunctionDef_body(self, node: cst.FunctionDef) -> None:
         self._frames.pop()
 
+    def visit_If_body(self, node: cst.If) -> None:
+        if self._frames and self._frames[-1].kind == "module" and _is_main_guard(node.test):
+            self._frames.append(_Frame("main", node))
+
+    def leave_If_body(self, node: cst.If) -> None:
+        if self._frames and self._frames[-1].kind == "main" and self._frames[-1].node is node:
+            self._frames.pop()
+
     def visit_Lambda_body(self, node: cst.Lambda) -> None:
         self._frames.append(_Frame("lambda", node))
 
@@ -229,6 +251,13 @@ class AvoidAsyncioPrimitiveInInit(Rule):
         top = self._frames[-1]
         if top.kind == "module":
             return "module", "at module level", []
+        if top.kind == "main":
+            # A script's own `__main__` block usually hands the primitive to one
+            # `asyncio.run()`, which is safe since 3.10 (binding is lazy); before 3.10 it binds
+            # at construction to a loop that `asyncio.run()` does not use.
+            if self.context.target_version < (3, 10):
+                return "module", "in the `__main__` block", []
+            return None
         if top.kind == "class":
             assert isinstance(top.node, cst.ClassDef)
             return (
