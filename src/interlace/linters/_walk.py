@@ -101,7 +101,7 @@ class _Walker:
     def __init__(self, visitors: Sequence[cst.BatchableCSTVisitor]) -> None:
         self.methods: dict[str, list[_Hook]] = {}
         for visitor in visitors:
-            for name, method in visitor.get_visitors().items():
+            for name, method in _hooks_of(visitor).items():
                 self.methods.setdefault(name, []).append(method)
         self.visitors = visitors
         self.plans: dict[type[cst.CSTNode], _Plan] = {}
@@ -139,22 +139,51 @@ class _Walker:
         for hook in plan.visit:
             hook(node)
         walk = self.walk
+        # ``isinstance(x, cst.CSTNode)`` goes through ABCMeta and dominated the walk; a dict
+        # keyed by the value's exact type answers the same question.
+        is_node = _IS_NODE
         for field, skip_none, enter, leave in plan.fields:
             value = getattr(node, field)
             if skip_none and value is None:
                 continue
             for hook in enter:
                 hook(node)
-            if isinstance(value, cst.CSTNode):
+            kind = type(value)
+            if is_node.get(kind) or (kind not in is_node and _learn(kind)):
                 walk(value)
-            elif isinstance(value, (tuple, list)):
+            elif kind is tuple or kind is list:
                 for child in value:
-                    if isinstance(child, cst.CSTNode):
+                    kind = type(child)
+                    if is_node.get(kind) or (kind not in is_node and _learn(kind)):
                         walk(child)
             for hook in leave:
                 hook(node)
         for hook in plan.leave:
             hook(node)
+
+
+_IS_NODE: dict[type, bool] = {}
+"""Exact type -> whether it is a libcst node (filled as types are met)."""
+
+
+def _learn(kind: type) -> bool:
+    _IS_NODE[kind] = result = issubclass(kind, cst.CSTNode)
+    return result
+
+
+_HOOK_NAMES: dict[type, tuple[str, ...]] = {}
+"""Visitor class -> its hook method names; ``get_visitors()`` runs ``inspect.getmembers`` on
+every call, which cost more than the traversal itself on small files."""
+
+
+def _hooks_of(visitor: cst.BatchableCSTVisitor) -> dict[str, _Hook]:
+    kind = type(visitor)
+    if kind.get_visitors is not cst.BatchableCSTVisitor.get_visitors:
+        return dict(visitor.get_visitors())
+    names = _HOOK_NAMES.get(kind)
+    if names is None:
+        names = _HOOK_NAMES[kind] = tuple(visitor.get_visitors())
+    return {name: getattr(visitor, name) for name in names}
 
 
 def walk_batched(node: cst.CSTNode, visitors: Sequence[cst.BatchableCSTVisitor]) -> None:
