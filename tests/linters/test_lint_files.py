@@ -124,3 +124,22 @@ def test_per_file_ignores_apply_to_matching_files(
     config = config_for(tmp_path, per_file_ignores=(("tests/**", ("IL2",)),))
     result = lint_paths(["."], config=config, use_cache=False)
     assert [f.filename for f in result.findings] == ["src/a.py"]
+
+
+def test_cache_keeps_the_most_recently_used_entries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from interlace.linters import _cache
+    from interlace.linters._engine import FileResult
+
+    monkeypatch.setattr(_cache, "_MAX_ENTRIES", 2)
+    cache = _cache.ResultCache(tmp_path, "settings")
+    for key in ("a", "b"):
+        cache.put(key, FileResult("x.py"))
+    cache.save()
+    cache = _cache.ResultCache(tmp_path, "settings")
+    assert cache.get("a", "x.py") is not None
+    cache.put("c", FileResult("x.py"))
+    cache.save()
+    cache = _cache.ResultCache(tmp_path, "settings")
+    assert [k for k in ("a", "b", "c") if cache.get(k, "x.py") is not None] == ["a", "c"]

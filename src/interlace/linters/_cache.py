@@ -1,6 +1,7 @@
 """The result cache under ``<root>/.interlace_cache/``.
 
 One JSON index per (interlace version, rule-code fingerprint, target version, shared classes),
+holding at most 20,000 entries (least recently used dropped first),
 mapping ``<sha256 of the file's bytes>:<enabled codes>`` to that file's findings and errors without
 the filename, so a renamed or moved file still hits. The rule-code fingerprint (size and mtime of
 the linter's own modules) keeps an editable install from serving results of older rule code.
@@ -23,7 +24,7 @@ from interlace.linters._engine import FileError, FileResult, Finding, RelatedLoc
 __all__ = ("CACHE_DIR", "ResultCache", "content_key")
 
 CACHE_DIR = ".interlace_cache"
-_MAX_ENTRIES = 100_000
+_MAX_ENTRIES = 20_000
 
 
 def content_key(data: bytes, codes: tuple[str, ...]) -> str:
@@ -94,6 +95,7 @@ class ResultCache:
         self.directory = root / CACHE_DIR
         self.path = self.directory / f"{__version__}-{digest}.json"
         self._entries: dict[str, dict[str, Any]] = {}
+        self._touched: set[str] = set()
         self._dirty = False
         try:
             loaded = json.loads(self.path.read_text(encoding="utf-8"))
@@ -107,6 +109,7 @@ class ResultCache:
         entry = self._entries.get(key)
         if entry is None:
             return None
+        self._touched.add(key)
         try:
             return _decode(entry, filename)
         except (KeyError, TypeError, ValueError):
@@ -117,6 +120,7 @@ class ResultCache:
         if any(e.kind in ("internal", "io") for e in result.errors):
             return
         self._entries[key] = _encode(result)
+        self._touched.add(key)
         self._dirty = True
 
     def save(self) -> None:
@@ -124,7 +128,10 @@ class ResultCache:
         if not self._dirty:
             return
         if len(self._entries) > _MAX_ENTRIES:
-            self._entries = dict(list(self._entries.items())[-_MAX_ENTRIES:])
+            # Least recently used first: entries this run used go last and are kept.
+            order = [k for k in self._entries if k not in self._touched]
+            order += [k for k in self._entries if k in self._touched]
+            self._entries = {k: self._entries[k] for k in order[-_MAX_ENTRIES:]}
         try:
             self.directory.mkdir(exist_ok=True)
             gitignore = self.directory / ".gitignore"
