@@ -50,7 +50,10 @@ def main(argv: list[str] | None = None) -> int:
         f"in {elapsed:.1f} s ({result.lines / elapsed:,.0f} lines/s)"
     )
     print(f"findings per code: {dict(sorted(Counter(f.code for f in result.findings).items()))}")
-    print(f"syntax errors: {kinds['syntax']}, io errors: {kinds['io']}")
+    print(
+        f"syntax errors: {kinds['syntax']}, io errors: {kinds['io']}, "
+        f"too deeply nested to lint: {kinds['limit']}"
+    )
     internal = [e for e in result.errors if e.kind == "internal"]
     print(f"internal errors: {len(internal)}")
     for error in internal:

@@ -133,3 +133,22 @@ def test_context_target_version_reaches_the_rule() -> None:
         MODULE_LOCK.format(comment=""), [AvoidAsyncioPrimitiveInInit], context=context
     )
     assert "Before Python 3.10" in result.findings[0].message
+
+
+@pytest.mark.parametrize(
+    ("source", "kind", "message"),
+    [
+        (b"import asyncio\nx = '\xff'\n", "syntax", "cannot parse: (unicode error) 'utf-8' codec"),
+        (b"# coding: bogus\nimport asyncio\n", "syntax", "cannot parse: unknown encoding: bogus"),
+        (b"import asyncio\nx = " + b"[" * 3000 + b"]" * 3000, "syntax", "cannot parse: too many"),
+        (b"import asyncio\nx = " + b"lambda: " * 5000 + b"1\n", "syntax", "cannot parse: nested"),
+        (b"import asyncio\nx = " + b"lambda: " * 2500 + b"1\n", "limit", "cannot lint: the code"),
+    ],
+    ids=["undecodable", "unknown-coding", "deep-brackets", "deep-lambdas", "deep-but-valid"],
+)
+def test_pathological_input_is_an_error_for_the_file_never_a_crash(
+    source: bytes, kind: str, message: str
+) -> None:
+    # The deep cases would overflow libcst's native parser (a segfault) without the guard.
+    result = lint_source(source, [AvoidAsyncioPrimitiveInInit], filename="bad.py")
+    assert [(e.kind, e.message.startswith(message)) for e in result.errors] == [(kind, True)]

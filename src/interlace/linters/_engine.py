@@ -15,6 +15,7 @@ that raises both become :class:`FileError` entries of the result.
 from __future__ import annotations
 
 import ast
+import itertools
 import re
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -86,8 +87,9 @@ class Finding:
 class FileError:
     """A file that could not be linted completely.
 
-    ``kind`` is ``"syntax"`` (the file does not parse), ``"io"`` (it cannot be read) or
-    ``"internal"`` (a rule raised: a bug in interlace; the other rules' findings still count).
+    ``kind`` is ``"syntax"`` (the file does not parse or decode), ``"io"`` (it cannot be read),
+    ``"limit"`` (valid code nested too deeply for the linter) or ``"internal"`` (a rule raised:
+    a bug in interlace; the other rules' findings still count).
     """
 
     filename: str
@@ -173,9 +175,41 @@ def _quick_syntax_check(data: bytes, filename: str) -> FileError | None:
                 f"cannot parse: {exc.msg}",
                 "syntax",
             )
-        except (ValueError, MemoryError, RecursionError) as exc:  # e.g. NUL bytes
+        except (MemoryError, RecursionError):  # CPython's parser gives up on deep nesting
+            return FileError(filename, 1, 1, "cannot parse: nested too deeply", "syntax")
+        except ValueError as exc:  # e.g. NUL bytes before 3.12
             return FileError(filename, 1, 1, f"cannot parse: {exc}", "syntax")
     return None
+
+
+_DEPTH = [0] * 256
+for _open, _close in (b"()", b"[]", b"{}"):
+    _DEPTH[_open], _DEPTH[_close] = 1, -1
+_NOT_BRACKETS = bytes(c for c in range(256) if not _DEPTH[c])
+_MAX_DEPTH = 150
+_MAX_LAMBDAS = 500
+
+
+def _suspiciously_deep(data: bytes) -> bool:
+    """Whether ``data`` may nest deeper than CPython allows (brackets counted even inside
+    strings, so this over-approximates; the caller then asks CPython)."""
+    if data.count(b"lambda") > _MAX_LAMBDAS:
+        return True
+    brackets = data.translate(None, _NOT_BRACKETS)
+    if len(brackets) <= _MAX_DEPTH:
+        return False
+    return max(itertools.accumulate(map(_DEPTH.__getitem__, brackets))) > _MAX_DEPTH
+
+
+def _too_deep(filename: str) -> FileError:
+    return FileError(
+        filename,
+        1,
+        1,
+        "cannot lint: the code is nested too deeply for the linter's traversal; the other files "
+        "are linted",
+        "limit",
+    )
 
 
 def _internal(filename: str, what: str, exc: BaseException) -> FileError:
@@ -207,6 +241,10 @@ def _run_rules(
     rules = [r(context) for r in rule_types]
     try:
         _visit(module, rules, wrapper)
+    except RecursionError:
+        # Valid code nested deeper than a recursive traversal can follow (thousands of levels);
+        # a limit of the linter, not a rule's bug, and every rule would hit it again.
+        return [], [_too_deep(filename)], wrapper
     except Exception:  # isolate the faulty rule below: never crash
         pass
     else:
@@ -264,8 +302,20 @@ def lint_source(
     if not picked:
         error = _quick_syntax_check(data, filename)
         return FileResult(filename, errors=(error,) if error else (), lines=lines)
+    if _suspiciously_deep(data):
+        # libcst's native parser overflows its stack (a segfault, not an exception) on nesting
+        # far beyond what CPython accepts (~1,000 brackets, ~4,000 lambdas); CPython rejects
+        # those cleanly, and whatever it accepts libcst parses.
+        error = _quick_syntax_check(data, filename)
+        if error is not None:
+            return FileResult(filename, errors=(error,), lines=lines)
     try:
         module = cst.parse_module(data)
+    except (UnicodeDecodeError, LookupError, SyntaxError) as exc:  # bad bytes or coding cookie
+        error = _quick_syntax_check(data, filename) or FileError(
+            filename, 1, 1, f"cannot decode: {exc}", "syntax"
+        )
+        return FileResult(filename, errors=(error,), lines=lines)
     except cst.ParserSyntaxError as exc:
         # libcst's native parser often points at the wrong token; CPython's message and
         # position are better when CPython agrees that the file is invalid.
@@ -295,6 +345,8 @@ def lint_source(
             findings.append(
                 Finding(rep.code, rep.message, filename, row, col, end_row, end_col, related, line)
             )
+    except RecursionError:
+        return FileResult(filename, errors=(_too_deep(filename),), lines=lines, parsed=True)
     except Exception as exc:  # positions or noqa on a pathological tree
         return FileResult(
             filename, errors=(_internal(filename, "the engine", exc),), lines=lines, parsed=True
