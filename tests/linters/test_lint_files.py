@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 from pathlib import Path
 
 import pytest
 
 from interlace.linters import LintConfig, lint_paths
+from interlace.linters import _run as _run_module
 from interlace.linters._cache import CACHE_DIR
+from interlace.linters._engine import FileResult
 from interlace.linters._files import collect_files
+from interlace.linters._rule import LintContext
 
 PRIMITIVE = "import asyncio\nLOCK = asyncio.Lock()\n"
 
@@ -143,3 +148,26 @@ def test_cache_keeps_the_most_recently_used_entries(
     cache.save()
     cache = _cache.ResultCache(tmp_path, "settings")
     assert [k for k in ("a", "b", "c") if cache.get(k, "x.py") is not None] == ["a", "c"]
+
+
+def dies_on_poison(
+    items: list[tuple[str, bytes, tuple[str, ...]]], base: LintContext
+) -> list[FileResult]:
+    """A worker body that dies like a segfault in native code on the file named poison.py."""
+    if any(name.endswith("poison.py") for name, _, _ in items):
+        os._exit(1)
+    return _run_module._lint_chunk_original(items, base)  # type: ignore[attr-defined, no-any-return]
+
+
+def test_a_worker_that_dies_costs_only_its_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_run_module, "_lint_chunk_original", _run_module._lint_chunk, raising=False)
+    monkeypatch.setattr(_run_module, "_lint_chunk", dies_on_poison)
+    monkeypatch.setattr(_run_module, "_pool_context", lambda: multiprocessing.get_context("fork"))
+    monkeypatch.chdir(tmp_path)
+    tree(tmp_path, {f"m{i:02}.py": PRIMITIVE for i in range(20)})
+    tree(tmp_path, {"poison.py": PRIMITIVE})
+    result = lint_paths(["."], config=config_for(tmp_path), jobs=2, use_cache=False)
+    assert len(result.findings) == 20
+    assert [(e.filename, e.kind) for e in result.errors] == [("poison.py", "internal")]

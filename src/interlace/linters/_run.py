@@ -8,6 +8,7 @@ import os
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -72,6 +73,22 @@ def _lint_chunk(
             lint_source(data, [registry[c] for c in codes], filename=filename, context=context)
         )
     return results
+
+
+def _lint_isolated(item: tuple[str, bytes, tuple[str, ...]], base: LintContext) -> FileResult:
+    """Lint one file in its own worker process, after a worker died (a crash in native code):
+    the file that kills this worker too is reported instead of taking the run down."""
+    filename = item[0]
+    try:
+        with ProcessPoolExecutor(max_workers=1, mp_context=_pool_context()) as pool:
+            return pool.submit(_lint_chunk, [item], base).result()[0]
+    except BrokenProcessPool:
+        message = (
+            "internal error: the linter's worker process died on this file (a crash in "
+            "native code, e.g. libcst's parser). This is a bug in interlace or libcst: please "
+            "report it with this file"
+        )
+        return FileResult(filename, errors=(FileError(filename, 1, 1, message, "internal"),))
 
 
 def _chunks(
@@ -177,9 +194,17 @@ def lint_paths(
         fresh = _lint_chunk(items, base)
     else:
         chunks = _chunks(items, workers * 4)
+        by_name: dict[str, FileResult] = {}
+        broken: list[tuple[str, bytes, tuple[str, ...]]] = []
         with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
             futures = [pool.submit(_lint_chunk, chunk, base) for chunk in chunks]
-            by_name = {r.filename: r for future in futures for r in future.result()}
+            for chunk, future in zip(chunks, futures, strict=True):
+                try:
+                    by_name.update((r.filename, r) for r in future.result())
+                except BrokenProcessPool:
+                    broken.extend(chunk)
+        for item in broken:
+            by_name[item[0]] = _lint_isolated(item, base)
         fresh = [by_name[filename] for filename, _, _ in items]
     for (index, _, _, _, key), file_result in zip(pending, fresh, strict=True):
         ordered[index] = file_result
