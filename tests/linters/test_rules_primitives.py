@@ -77,3 +77,38 @@ def test_main_block_primitives_are_flagged_only_before_3_10(
 ) -> None:
     source = 'import asyncio\nif __name__ == "__main__":\n    Q = asyncio.Queue()\n'
     assert len(messages(source, version)) == count
+
+
+@pytest.mark.parametrize(
+    ("factory", "how"),
+    [
+        ("@functools.cache\ndef get():\n    return Client()\n", "returned by a `cache`-decorated"),
+        ("@lru_cache(maxsize=1)\ndef get():\n    return Client()\n", "returned by a `lru_cache`-"),
+        (
+            '@pytest.fixture(scope="session")\ndef client():\n    yield Client()\n',
+            'built by a pytest fixture with scope="session"',
+        ),
+        (
+            '@pytest_asyncio.fixture(scope="module")\nasync def client():\n    return Client()\n',
+            'built by a pytest fixture with scope="module"',
+        ),
+    ],
+)
+def test_long_lived_factories_are_evidence(factory: str, how: str) -> None:
+    result = lint_source(IN_INIT + factory, [AvoidAsyncioPrimitiveInInit])
+    [finding] = result.findings
+    assert f"The object is also {how}" in finding.message
+    assert how in finding.related[-1].message
+
+
+@pytest.mark.parametrize(
+    "factory",
+    [
+        "def get():\n    return Client()\n",
+        "@pytest.fixture\ndef client():\n    return Client()\n",
+        '@pytest.fixture(scope="function")\ndef client():\n    return Client()\n',
+    ],
+)
+def test_plain_functions_and_function_scoped_fixtures_are_not_evidence(factory: str) -> None:
+    [message] = messages(IN_INIT + factory)
+    assert "Since Python 3.10 it binds to the first event loop" in message

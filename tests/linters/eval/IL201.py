@@ -153,3 +153,13 @@ if __name__ == "__main__":
     # target py311: one asyncio.run() owns it; binding is lazy since 3.10
     QUEUE = asyncio.Queue()
     asyncio.run(main())
+
+
+class Cached:
+    def __init__(self) -> None:
+        self.ready = asyncio.Event()  # error: IL201
+
+
+@functools.cache
+def get_cached() -> Cached:
+    return Cached()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import libcst as cst
@@ -39,6 +40,9 @@ class _Frame:
     node: cst.CSTNode
     name: str = ""
     is_async: bool = False
+    outlives: str = ""
+    """For a function whose result outlives one event loop (a cached factory, a wide-scoped
+    pytest fixture): how to say so, e.g. ``returned by a `functools.cache` factory``."""
 
 
 def _dotted(node: cst.BaseExpression) -> str | None:
@@ -61,6 +65,35 @@ def _is_main_guard(test: cst.BaseExpression) -> bool:
     names = [s.value for s in sides if isinstance(s, cst.Name)]
     strings = [s.evaluated_value for s in sides if isinstance(s, cst.SimpleString)]
     return names == ["__name__"] and strings == ["__main__"]
+
+
+_CACHES = frozenset({"cache", "lru_cache", "cached"})
+_WIDE_SCOPES = frozenset({"session", "package", "module", "class"})
+
+
+def _outlives(decorators: Sequence[cst.Decorator]) -> str:
+    """How a function's result outlives one event loop, judged from its decorators, or ``""``.
+
+    ``@functools.cache``/``@lru_cache(...)`` keep the result across ``asyncio.run()`` calls;
+    ``@pytest.fixture(scope="session")`` (and pytest-asyncio's) share it across tests, which
+    get a fresh loop each by default.
+    """
+    for decorator in decorators:
+        expr = decorator.decorator
+        call = expr if isinstance(expr, cst.Call) else None
+        name = (_dotted(call.func if call else expr) or "").rpartition(".")[2]
+        if name in _CACHES:
+            return f"returned by a `{name}`-decorated factory"
+        if name == "fixture" and call is not None:
+            for arg in call.args:
+                if (
+                    arg.keyword is not None
+                    and arg.keyword.value == "scope"
+                    and isinstance(arg.value, cst.SimpleString)
+                    and arg.value.evaluated_value in _WIDE_SCOPES
+                ):
+                    return f"built by a pytest fixture with scope={arg.value.value}"
+    return ""
 
 
 def _module_name(node: cst.Attribute | cst.Name) -> str:
@@ -91,7 +124,10 @@ class AvoidAsyncioPrimitiveInInit(Rule):
         "class attributes (shared by everything that imports them), objects cached across "
         "`asyncio.run()` calls, pytest-asyncio fixtures whose scope is wider than the test's loop, "
         "and threads that each run their own loop. The failure is intermittent because it needs "
-        "contention, which is why it survives testing."
+        "contention, which is why it survives testing. When the same file shows the object "
+        "outliving one loop (the class instantiated at module level, returned by a "
+        "`functools.cache`/`lru_cache` factory, or built by a pytest fixture with a session, "
+        "package, module or class scope), the finding says so and points there."
     )
     bad_example = (
         "import asyncio\n"
@@ -155,8 +191,8 @@ class AvoidAsyncioPrimitiveInInit(Rule):
         self._target: str | None = None
         # per-instance findings, reported at the end of the module (see leave_Module)
         self._pending: list[tuple[cst.CSTNode, str, str, str, str, list[Related]]] = []
-        # class name -> first module-level call of that name
-        self._module_instances: dict[str, cst.Call] = {}
+        # class name -> (first call that makes an instance outlive one loop, how it does)
+        self._evidence: dict[str, tuple[cst.Call, str]] = {}
 
     # -- imports ------------------------------------------------------------------------------
 
@@ -224,7 +260,13 @@ class AvoidAsyncioPrimitiveInInit(Rule):
 
     def visit_FunctionDef_body(self, node: cst.FunctionDef) -> None:
         self._frames.append(
-            _Frame("function", node, node.name.value, is_async=node.asynchronous is not None)
+            _Frame(
+                "function",
+                node,
+                node.name.value,
+                is_async=node.asynchronous is not None,
+                outlives=_outlives(node.decorators),
+            )
         )
 
     def leave_FunctionDef_body(self, node: cst.FunctionDef) -> None:
@@ -315,24 +357,42 @@ class AvoidAsyncioPrimitiveInInit(Rule):
 
     def _note_module_instance(self, node: cst.Call) -> None:
         if self._frames and self._frames[-1].kind == "module" and isinstance(node.func, cst.Name):
-            self._module_instances.setdefault(node.func.value, node)
+            self._evidence.setdefault(node.func.value, (node, "instantiated at module level"))
+
+    def visit_Return(self, node: cst.Return) -> None:
+        self._note_factory_result(node.value)
+
+    def visit_Yield(self, node: cst.Yield) -> None:
+        value = node.value
+        if isinstance(value, cst.BaseExpression):
+            self._note_factory_result(value)
+
+    def _note_factory_result(self, value: cst.BaseExpression | None) -> None:
+        """``return Client()`` in a cached factory or a wide-scoped fixture."""
+        if isinstance(value, cst.Await):
+            value = value.expression
+        if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name)):
+            return
+        frame = next((f for f in reversed(self._frames) if f.kind != "lambda"), None)
+        if frame is not None and frame.outlives:
+            self._evidence.setdefault(value.func.value, (value, frame.outlives))
 
     def leave_Module(self, original_node: cst.Module) -> None:
         self._frames.pop()
         for node, kind, owner, place, target, related in self._pending:
-            instance = self._module_instances.get(owner)
-            if instance is not None:
+            found = self._evidence.get(owner)
+            how = found[1] if found else None
+            if found is not None:
                 related = [
                     *related,
                     Related(
-                        instance,
-                        f"`{owner}` is instantiated at module level here, so its {kind} "
-                        "outlives any one event loop",
+                        found[0],
+                        f"`{owner}` is {how} here, so its {kind} outlives any one event loop",
                     ),
                 ]
             self.report(
                 node,
-                self._message(kind, "instance", place, target, evidence=instance is not None),
+                self._message(kind, "instance", place, target, evidence=how),
                 related=related,
             )
         self._pending.clear()
@@ -386,10 +446,12 @@ class AvoidAsyncioPrimitiveInInit(Rule):
             owner = next((f.name for f in reversed(self._frames) if f.kind == "class"), "")
             self._pending.append((node, kind, owner, place, target, related))
             return
-        message = self._message(kind, scope, place, target, evidence=False)
+        message = self._message(kind, scope, place, target, evidence=None)
         self.report(node, message, related=related)
 
-    def _message(self, kind: str, scope: str, place: str, target: str, *, evidence: bool) -> str:
+    def _message(
+        self, kind: str, scope: str, place: str, target: str, *, evidence: str | None
+    ) -> str:
         old = self.context.target_version < (3, 10)
         shared = scope in ("module", "class")
         if old:
@@ -414,10 +476,10 @@ class AvoidAsyncioPrimitiveInInit(Rule):
             )
         elif evidence:
             hazard = (
-                "The object is also instantiated at module level in this file, so it outlives "
-                "any one event loop: the first loop that makes it wait owns it, and a second "
-                "`asyncio.run()` (or one loop per test) gets RuntimeError ('is bound to a "
-                "different event loop') as soon as it must wait on it"
+                f"The object is also {evidence} in this file, so it outlives any one event "
+                "loop: the first loop that makes it wait owns it, and a second `asyncio.run()` "
+                "(or one loop per test) gets RuntimeError ('is bound to a different event "
+                "loop') as soon as it must wait on it"
             )
         else:
             hazard = (
