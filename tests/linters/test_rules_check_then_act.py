@@ -308,10 +308,17 @@ def test_il102_names_the_evidence_as_a_related_location() -> None:
                 if plan_id not in self._histories:
                     self._histories[plan_id] = []
                 return self._histories[plan_id]
+
+            def forget(self, plan_id):
+                with self._lock:
+                    del self._histories[plan_id]
         """,
     )
     assert code(found.node) == "self._histories[plan_id]"
-    assert "(the class uses `threading.RLock()`)" in found.message
+    assert (
+        "(the class uses `threading.RLock()` and accesses `self._histories` under a lock)"
+        in found.message
+    )
     assert [r.message for r in found.related] == [
         "`self._histories` is checked here",
         "threading.RLock() here: shared with threads",

@@ -253,3 +253,67 @@ async def outer(agent):
 
     await asyncio.sleep(0)
     inner()
+
+
+class EventSink:
+    """Helpers that run with the lock their callers hold (openai-agents' workspace sink)."""
+
+    def __init__(self):
+        self._lock = asyncio.Lock()
+        self._buf = bytearray()
+        self._session = None
+        self._token = None
+        self._turns = 0
+
+    async def handle(self, event):
+        async with self._lock:
+            self._buf.extend(event)
+            await self._flush_buffer()
+
+    async def close_soon(self):
+        async with self._lock:
+            await self._flush_buffer()
+
+    # ok: every caller holds `self._lock` around the call.
+    async def _flush_buffer(self):
+        if not self._buf:
+            return
+        await self.write(bytes(self._buf))
+        self._buf = bytearray()
+
+    # ok: by its name, the caller holds the lock.
+    async def _refresh_locked(self):
+        if self._token is None:
+            self._token = await self.fetch_token()
+
+    async def _refresh_checked(self):
+        # ok: it asserts that the lock is held.
+        assert self._lock.locked()
+        if self._token is None:
+            self._token = await self.fetch_token()
+
+    async def refresh(self):
+        async with self._lock:
+            await self._refresh_token()
+
+    async def refresh_now(self):
+        await self._refresh_token()
+
+    async def _refresh_token(self):
+        if self._token is None:
+            self._token = await self.fetch_token()  # error: IL101
+
+    async def ensure_session(self):
+        async with self._lock:
+            await self.connect_session()
+
+    # A public method: callers in other modules need not hold the lock.
+    async def connect_session(self):
+        if self._session is None:
+            self._session = await self.open()  # error: IL101
+
+    # ok: a reset to zero is idempotent, like a reset to None.
+    async def next_turn(self, limit):
+        if self._turns >= limit:
+            await self.signal_stop()
+            self._turns = 0

@@ -37,6 +37,7 @@ from interlace.linters.rules._flow import (
     mutated_state,
     render,
 )
+from interlace.linters.rules._locking import LockScope
 
 __all__ = ("CheckThenActFlow", "FlagCheckThenActAcrossAwait", "FlagUnlockedCheckThenAct")
 
@@ -50,12 +51,23 @@ class _Check:
         locks: the lock acquisitions held when the check ran.
         suspension: the first suspension point after the check on some path, if any.
         test: the whole ``if``/``while`` test the check is part of.
+        positive: on this path the checked object exists (``if self._x:``, ``if self._x is
+            not None:``) or does not (``False``); ``None`` when the test says neither.
+        effect: the first non-idempotent effect after the check on some path (IL102).
+        pending: an idempotent write under this check (IL102), reported only if the code the
+            check guards goes on to do something non-idempotent.
+        reread: lock acquisitions, taken after the check, under which the state was read
+            again (IL102).
     """
 
     node: cst.CSTNode
     locks: frozenset[int]
     suspension: cst.CSTNode | None = None
     test: cst.CSTNode | None = None
+    positive: bool | None = None
+    effect: cst.CSTNode | None = None
+    pending: Finding | None = None
+    reread: frozenset[int] = frozenset()
 
 
 @dataclass(slots=True)
@@ -107,8 +119,8 @@ _TERMINAL_FLAG = re.compile(
 
 
 def _is_reset(key: str, node: cst.CSTNode, value: cst.BaseExpression | None) -> bool:
-    """Say whether a write resets state (``= None``, ``= False``, ``.discard(x)``) or sets a
-    terminal flag (``self._closed = True``).
+    """Say whether a write resets state (``= None``, ``= False``, ``= 0``, ``.discard(x)``) or
+    sets a terminal flag (``self._closed = True``).
 
     Both are idempotent: a second task doing the same teardown writes the same value, so the
     rule leaves these writes alone.
@@ -117,6 +129,8 @@ def _is_reset(key: str, node: cst.CSTNode, value: cst.BaseExpression | None) -> 
         if value.value == "True":
             return bool(_TERMINAL_FLAG.search(key.rsplit(".", 1)[-1].lower()))
         return value.value in ("None", "False")
+    if isinstance(value, cst.Integer):
+        return value.value == "0"
     return (
         isinstance(node, cst.Call)
         and isinstance(node.func, cst.Attribute)
@@ -139,6 +153,170 @@ def _rereads(key: str, value: cst.BaseExpression | None, names: StateNames) -> b
     return False
 
 
+def _constant(value: cst.BaseExpression | None) -> bool:
+    """Say whether ``value`` is the same for every thread that evaluates it: a literal,
+    ``None``/``True``/``False``, or a named constant (``DEFAULT_DIM``, ``State.IDLE``)."""
+    if isinstance(value, cst.Name):
+        return value.value in ("None", "True", "False") or (
+            len(value.value) > 1 and value.value.isupper()
+        )
+    if isinstance(value, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString)):
+        return True
+    if isinstance(value, cst.ConcatenatedString):
+        return _constant(value.left) and _constant(value.right)
+    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
+        return _constant(value.expression)
+    if isinstance(value, cst.Attribute):
+        chain = dotted(value)
+        if chain is None or chain.split(".", 1)[0] in ("self", "cls"):
+            return False
+        last = chain.rsplit(".", 1)[-1]
+        return last.isupper() and len(last) > 1
+    return False
+
+
+def _idempotent(node: cst.CSTNode, value: cst.BaseExpression | None) -> bool:
+    """Say whether a write leaves the same state however often it runs: a constant stored, or
+    ``.clear()``, ``.discard(x)``, ``.pop(k, default)``. Two threads racing through such a
+    write under the same check store the same thing (a benign race)."""
+    if isinstance(node, cst.Call):
+        func = node.func
+        if not isinstance(func, cst.Attribute):
+            return False
+        method = func.attr.value
+        return method in ("clear", "discard") or (method == "pop" and len(node.args) == 2)
+    return _constant(value)
+
+
+_ADDITIVE = frozenset({"append", "appendleft", "add", "extend", "extendleft", "insert", "update"})
+
+_PURE_FUNCTIONS = frozenset(
+    {
+        "abs",
+        "all",
+        "any",
+        "bool",
+        "callable",
+        "float",
+        "frozenset",
+        "getattr",
+        "hasattr",
+        "id",
+        "int",
+        "isinstance",
+        "issubclass",
+        "len",
+        "max",
+        "min",
+        "print",
+        "repr",
+        "sorted",
+        "str",
+        "tuple",
+        "type",
+    }
+)
+_PURE_METHODS = frozenset(
+    {
+        "count",
+        "endswith",
+        "format",
+        "get",
+        "index",
+        "is_set",
+        "items",
+        "join",
+        "keys",
+        "locked",
+        "lower",
+        "monotonic",
+        "notify",
+        "notify_all",
+        "now",
+        "perf_counter",
+        "qsize",
+        "set",
+        "split",
+        "startswith",
+        "strip",
+        "time",
+        "upper",
+        "values",
+    }
+)
+"""Reads, formatting, clocks, and the idempotent signals (``Event.set``, ``notify_all``)."""
+
+_LOGGER = re.compile(r"(^|_)(log|logger|logging|warnings)$", re.IGNORECASE)
+
+
+def _effectful(call: cst.Call) -> bool:
+    """Say whether a call may do something that running it twice would not undo: anything
+    but pure builtins, reads, clocks, idempotent signals and logging. Creating an object,
+    starting a thread and calling out to other code all count."""
+    func = call.func
+    if isinstance(func, cst.Name):
+        return func.value not in _PURE_FUNCTIONS
+    if isinstance(func, cst.Attribute):
+        if func.attr.value in _PURE_METHODS:
+            return False
+        receiver = dotted(func.value)
+        if receiver is not None and _LOGGER.search(receiver.rsplit(".", 1)[-1]):
+            return False
+    return True
+
+
+def _existence(test: cst.BaseExpression) -> tuple[dict[int, bool], bool]:
+    """Find the expressions a test checks for existence, with the answer inside the code it
+    guards: ``if self._x:`` and ``if self._x is not None:`` say the object exists (``True``),
+    ``if not self._x:`` and ``if self._x is None:`` that it does not.
+
+    Returns:
+        ``{id(expression): exists}``, and whether the test is one such check alone (so the
+        answer is also known, negated, on the other branch).
+    """
+    found: dict[int, bool] = {}
+    stack: list[tuple[cst.BaseExpression, bool]] = [(test, True)]
+    while stack:
+        expr, positive = stack.pop()
+        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+            stack.append((expr.expression, not positive))
+        elif isinstance(expr, cst.BooleanOperation):
+            # `a and b` holds both in the body; `not (a or b)` holds neither.
+            if isinstance(expr.operator, cst.And) == positive:
+                stack.extend(((expr.left, positive), (expr.right, positive)))
+        elif isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1:
+            target = expr.comparisons[0]
+            if isinstance(target.comparator, cst.Name) and target.comparator.value == "None":
+                if isinstance(target.operator, cst.IsNot):
+                    stack.append((expr.left, positive))
+                elif isinstance(target.operator, cst.Is):
+                    stack.append((expr.left, not positive))
+        elif isinstance(expr, (cst.Name, cst.Attribute)):
+            found[id(expr)] = positive
+    single = len(found) == 1 and not isinstance(test, cst.BooleanOperation)
+    return found, single
+
+
+def _negated(state: _State, test: cst.BaseExpression) -> _State:
+    """The checks of ``test`` as seen on its other branch: the existence answer flipped when
+    the test is one existence check alone, unknown otherwise."""
+    _, single = _existence(test)
+    return {
+        key: replace(check, positive=not check.positive if single else None)
+        if check.test is test and check.positive is not None
+        else check
+        for key, check in state.items()
+    }
+
+
+def _adds_to(node: cst.CSTNode) -> bool:
+    return (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value in _ADDITIVE
+    )
+
+
 def _always_true(test: cst.BaseExpression) -> bool:
     if isinstance(test, cst.Name):
         return test.value == "True"
@@ -156,6 +334,7 @@ class CheckThenActFlow:
         threaded: report every unlocked dependent write (IL102), not only those after a
             suspension point (IL101).
         accept: which state keys may be reported (IL102 filters by the evidence it has).
+        is_lock: says whether a ``with`` item or an ``acquire()`` receiver is a lock.
     """
 
     def __init__(
@@ -164,10 +343,12 @@ class CheckThenActFlow:
         *,
         threaded: bool,
         accept: Callable[[str], bool] = lambda key: True,
+        is_lock: Callable[[cst.BaseExpression], bool] = is_lock_expr,
     ) -> None:
         self.names = names
         self.threaded = threaded
         self.accept = accept
+        self.is_lock = is_lock
         self.findings: list[Finding] = []
         self._reported: set[int] = set()
         self._held: list[int] = []
@@ -197,7 +378,7 @@ class CheckThenActFlow:
             return
         receiver = call.func.value
         name = dotted(receiver)
-        if name is None or not is_lock_expr(receiver):
+        if name is None or not self.is_lock(receiver):
             return
         if call.func.attr.value == "acquire":
             self._manual[name] = self._acquire()
@@ -218,16 +399,34 @@ class CheckThenActFlow:
         node: cst.CSTNode,
         value: cst.BaseExpression | None = None,
     ) -> None:
+        benign = self.threaded and _idempotent(node, value)
         check = state.pop(key, None)
-        if check is None:
-            return
+        if check is not None:
+            self._act(state, key, node, value, replace(check, pending=None), benign=benign)
+        if self.threaded and not benign:
+            self._effect(state, node)
+
+    def _act(
+        self,
+        state: _State,
+        key: str,
+        node: cst.CSTNode,
+        value: cst.BaseExpression | None,
+        check: _Check,
+        *,
+        benign: bool,
+    ) -> None:
+        """A write to checked state: decide whether it depends on the check, and report it."""
+        # IL102: an idempotent write with nothing non-idempotent since the check waits; the
+        # racing threads both store the same thing unless the guarded code goes on to act.
+        defer = benign and check.effect is None
         if check.suspension is None and not self.threaded:
             # A write right after its check claims the operation for this task (a flag like
             # `self._pumping = True` or `self.state = RUNNING`): every check that has not
             # seen a suspension point yet is settled by it.
             for other in [k for k, c in state.items() if c.suspension is None]:
                 del state[other]
-        elif check.test is not None:
+        elif check.test is not None and not defer:
             for other in [k for k, c in state.items() if c.test is check.test]:
                 del state[other]
         if not self.accept(key):
@@ -242,10 +441,42 @@ class CheckThenActFlow:
                 # The write sits under a test of shared state that ran after the last
                 # suspension point: the code re-validates before acting.
                 return
-        if check.locks & self._locks() or id(check.node) in self._reported:
+        elif check.positive and _adds_to(node):
+            # `if self._cache: self._cache.add(...)`: the check only found the object; adding
+            # to it does not rely on anything a racing thread could invalidate.
             return
-        self._reported.add(id(check.node))
-        self.findings.append(Finding(key, node, check))
+        if (check.locks | check.reread) & self._locks() or id(check.node) in self._reported:
+            return
+        if defer:
+            state[key] = replace(check, pending=Finding(key, node, check))
+            return
+        self._report(Finding(key, node, check))
+
+    def _report(self, finding: Finding) -> None:
+        if id(finding.check.node) not in self._reported:
+            self._reported.add(id(finding.check.node))
+            self.findings.append(finding)
+
+    def _reread(self, state: _State, node: cst.Name | cst.Attribute) -> None:
+        """IL102: checked state read again under a lock taken after the check (``if
+        self._inbox: with lock: batch.extend(self._inbox); self._inbox.clear()``): what the
+        code does next under that lock rests on the fresh read, not on the unlocked check."""
+        key = self.names.key(node)
+        check = state.get(key) if key is not None else None
+        if check is None or key is None:
+            return
+        fresh = self._locks() - check.locks
+        if not fresh <= check.reread:
+            state[key] = replace(check, reread=check.reread | fresh)
+
+    def _effect(self, state: _State, node: cst.CSTNode) -> None:
+        """IL102: something non-idempotent happened (a call, an append, an increment)."""
+        for key, check in list(state.items()):
+            if check.pending is not None:
+                del state[key]
+                self._report(check.pending)
+            elif check.effect is None:
+                state[key] = replace(check, effect=node)
 
     def _expr(self, node: cst.CSTNode, state: _State) -> None:
         """Apply the events of an expression in evaluation order."""
@@ -266,12 +497,22 @@ class CheckThenActFlow:
             self._expr(node.value, state)
             self.names.rebind(node.target, node.value)
             return
-        for child in children(node):
-            self._expr(child, state)
         if isinstance(node, cst.Call):
             key = mutated_state(node, self.names)
             if key is not None:
+                # The receiver is written, not read: only the arguments are evaluated.
+                for arg in node.args:
+                    self._expr(arg, state)
                 self._write(state, key, node)
+                return
+        for child in children(node):
+            self._expr(child, state)
+        if isinstance(node, cst.Call):
+            if self.threaded and _effectful(node):
+                self._effect(state, node)
+        elif isinstance(node, (cst.Name, cst.Attribute)):
+            if self.threaded and (self._held or self._manual):
+                self._reread(state, node)
         elif isinstance(node, cst.CompFor) and node.asynchronous:
             state.update(_suspended(state, node))
             self._stale()
@@ -389,8 +630,9 @@ class CheckThenActFlow:
         keys = self._check_keys(test)
         inner = dict(state)
         locks = self._locks()
+        exists, _ = _existence(test)
         for key, node in keys:
-            inner[key] = _Check(node, locks, test=test)
+            inner[key] = _Check(node, locks, test=test, positive=exists.get(id(node)))
         return inner, [key for key, _ in keys]
 
     def _if(self, stmt: cst.If, state: _State) -> _State | None:
@@ -398,10 +640,10 @@ class CheckThenActFlow:
         body = self._under(keys, block_body(stmt.body), dict(inner))
         other: _State | None
         if stmt.orelse is None:
-            other = inner
+            other = _negated(inner, stmt.test)
         elif isinstance(stmt.orelse, cst.If):
             self._guards.append(_Guard(fresh=bool(keys)))
-            other = self._if(stmt.orelse, dict(inner))
+            other = self._if(stmt.orelse, _negated(inner, stmt.test))
             self._guards.pop()
             if other is not None and body is not None:
                 # After `if a: ... elif b: return`, the code is guarded by `a or not b`, not
@@ -409,7 +651,7 @@ class CheckThenActFlow:
                 elif_test = stmt.orelse.test
                 other = {k: c for k, c in other.items() if c.test is not elif_test}
         else:
-            other = self._under(keys, block_body(stmt.orelse.body), dict(inner))
+            other = self._under(keys, block_body(stmt.orelse.body), _negated(inner, stmt.test))
         out = _merge(body, other)
         if out is None or (body is None and stmt.orelse is None):
             # A guard clause (`if <test>: return`): the code after it is guarded by the test.
@@ -418,11 +660,11 @@ class CheckThenActFlow:
             new = out.pop(key, None)
             old = state.get(key)
             if old is not None:
-                out[key] = (
-                    replace(old, suspension=new.suspension)
-                    if old.suspension is None and new is not None and new.suspension is not None
-                    else old
-                )
+                if new is not None and old.suspension is None and new.suspension is not None:
+                    old = replace(old, suspension=new.suspension)
+                if new is not None and old.effect is None and new.effect is not None:
+                    old = replace(old, effect=new.effect)
+                out[key] = old
         return out
 
     def _under(
@@ -470,7 +712,7 @@ class CheckThenActFlow:
             normal = _merge(state, out)
             if normal is not None:
                 # The loop exits right after its test ran, so the test guards what follows.
-                normal.update(fresh)
+                normal.update(_negated(fresh, stmt.test))
                 if stmt.orelse is not None:
                     normal = self._block(block_body(stmt.orelse.body), normal)
         return _merge(normal, *breaks)
@@ -499,7 +741,7 @@ class CheckThenActFlow:
             if stmt.asynchronous:
                 state = _suspended(state, stmt)
                 self._stale()
-            if is_lock_expr(item.item):
+            if self.is_lock(item.item):
                 self._held.append(self._acquire())
                 pushed += 1
             else:
@@ -563,6 +805,55 @@ close the same resource and reset the same state), so IL101 does not look into t
 it look into ``__anext__`` or async generators: an async iterator is driven by one consumer at
 a time (a second ``anext`` on a running generator raises), and triage on agent frameworks found
 no real hazard among their findings."""
+
+
+class _Scopes:
+    """The lock scopes of one module: one per class (its methods) and one for the module's
+    functions, each scanned only when a finding asks about it.
+
+    Invariant: ``nested`` holds the function nodes defined inside other functions, which
+    belong to no scope of their own (``_locking`` scans them with their parent).
+    """
+
+    def __init__(self) -> None:
+        self.by_owner: dict[str | None, LockScope] = {}
+        self.nested: set[int] = set()
+        self.lock_names: dict[str | None, set[str]] = {}
+
+    def add(self, facts: FunctionFacts, *, nested: bool) -> None:
+        """Record a function once its traversal has ended."""
+        if nested:
+            self.nested.add(id(facts.node))
+            return
+        self.scope(facts.class_name).functions.append(facts.node)
+
+    def scope(self, owner: str | None) -> LockScope:
+        """Return the scope of class ``owner`` (``None``: the module's functions)."""
+        found = self.by_owner.get(owner)
+        if found is None:
+            names = self.lock_names.setdefault(owner, set())
+            module = self.lock_names.setdefault(None, set())
+            found = self.by_owner[owner] = LockScope(
+                lambda expr: is_lock_expr(expr) or (dotted(expr) or "") in names | module
+            )
+        return found
+
+    def covered(self, facts: FunctionFacts) -> bool:
+        """Say whether the function always runs with a lock held by its caller."""
+        if id(facts.node) in self.nested:
+            return False
+        return facts.node.name.value in self.scope(facts.class_name).facts().covered
+
+    def guarded(self) -> frozenset[str]:
+        """Module state touched under a lock anywhere in the module."""
+        out: set[str] = set()
+        for scope in self.by_owner.values():
+            out |= scope.facts().guarded
+        return frozenset(out)
+
+    def module_uses_locks(self) -> bool:
+        """Say whether any function or method of the module takes a lock."""
+        return any(scope.facts().uses_locks for scope in self.by_owner.values())
 
 
 class FlagCheckThenActAcrossAwait(FactsCollector, Rule):
@@ -683,8 +974,11 @@ class FlagCheckThenActAcrossAwait(FactsCollector, Rule):
     def __init__(self, context: LintContext) -> None:
         super().__init__(context)
         self.init_facts()
+        self._scopes = _Scopes()
+        self._found: list[tuple[FunctionFacts, list[Finding]]] = []
 
     def function_done(self, facts: FunctionFacts) -> None:
+        self._scopes.add(facts, nested=bool(self.facts_stack))
         node = facts.node
         if node.asynchronous is None or _TEARDOWN.match(node.name.value.lstrip("_")):
             return
@@ -693,12 +987,22 @@ class FlagCheckThenActAcrossAwait(FactsCollector, Rule):
         if any(isinstance(n, cst.Yield) for n in _own_nodes(node.body)):
             return
         names = StateNames.of(facts, self.module_names, include_params=False)
-        for finding in CheckThenActFlow(names, threaded=False).run(node):
-            self.report(
-                finding.write,
-                self.message.format(state=finding.state),
-                related=_related(finding, "the task can be suspended here"),
-            )
+        findings = CheckThenActFlow(names, threaded=False).run(node)
+        if findings:
+            self._found.append((facts, findings))
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        # Reported at the end of the module: whether every caller of a helper holds a lock
+        # is known only once all of the class has been seen.
+        for facts, findings in self._found:
+            if self._scopes.covered(facts):
+                continue
+            for finding in findings:
+                self.report(
+                    finding.write,
+                    self.message.format(state=finding.state),
+                    related=_related(finding, "the task can be suspended here"),
+                )
 
 
 _THREAD_APIS = {
@@ -734,8 +1038,11 @@ _CLASS_WIDE = _THREAD_LOCKS | {"threading.Thread", "threading.Timer", "_thread.s
 
 @dataclass(frozen=True, slots=True)
 class _Evidence:
+    """What shows code is shared between threads; ``lock`` when it is a threading lock."""
+
     node: cst.CSTNode
     what: str
+    lock: bool = False
 
 
 class FlagUnlockedCheckThenAct(FactsCollector, Rule):
@@ -762,8 +1069,18 @@ class FlagUnlockedCheckThenAct(FactsCollector, Rule):
         "whatever it recorded there is lost (seed 003's error histories). The rule only looks "
         "at code with evidence that it is shared between threads: the class or module uses a "
         "threading lock, starts threads, hands work to an executor or `to_thread`, or the "
-        "class is named in `shared-classes`. Double-checked locking is fine only with the "
-        "re-check inside the lock."
+        "class is named in `shared-classes`. In code that has or takes locks, the locks also "
+        "say *what* is shared (as in RacerD): only state that some function reads or writes "
+        "under a lock, directly or in a helper called with the lock held, is reported, since "
+        "state the code never locks is usually confined to one thread. A private helper whose "
+        "every caller in the class holds a lock, or one named `*_locked`/`*_unlocked` or "
+        "asserting `lock.locked()`, runs under its caller's lock and is not reported. Benign "
+        "races are left alone: a write that stores a constant (`self._started = True`, `= "
+        "None`) or clears (`.clear()`, `.discard()`) is reported only if the guarded code also "
+        "does something a second thread must not repeat (calls out, starts a thread, appends, "
+        "increments), and adding to an object the check only found present (`if self._cache: "
+        "self._cache.add(...)`) is not a check-then-act. Double-checked locking is fine only "
+        "with the re-check inside the lock."
     )
     bad_example: ClassVar[str] = (
         "import threading\n"
@@ -818,7 +1135,10 @@ class FlagUnlockedCheckThenAct(FactsCollector, Rule):
         "    def __init__(self):\n"
         "        self._lock = threading.Lock()\n"
         "    def get(self, k):\n"
-        "        return self._d.setdefault(k, [])\n",
+        "        return self._d.setdefault(k, [])\n"
+        "    def reset(self):\n"
+        "        with self._lock:\n"
+        "            self._d.clear()\n",
         # No evidence of threads.
         "_c = None\n"
         "def get():\n"
@@ -843,6 +1163,41 @@ class FlagUnlockedCheckThenAct(FactsCollector, Rule):
         "    d = {}\n"
         "    if 'k' not in d:\n"
         "        d['k'] = 1\n",
+        # The lock guards `_n` only; `_d` is never touched under it, so it is not shared.
+        "import threading\n"
+        "class S:\n"
+        "    def __init__(self):\n"
+        "        self._lock = threading.Lock()\n"
+        "    def count(self):\n"
+        "        with self._lock:\n"
+        "            self._n += 1\n"
+        "    def get(self, k):\n"
+        "        if k not in self._d:\n"
+        "            self._d[k] = []\n"
+        "        return self._d[k]\n",
+        # Every caller of the helper holds the lock.
+        "import threading\n"
+        "class S:\n"
+        "    def __init__(self):\n"
+        "        self._lock = threading.Lock()\n"
+        "    def get(self, k):\n"
+        "        with self._lock:\n"
+        "            return self._get_or_create(k)\n"
+        "    def _get_or_create(self, k):\n"
+        "        if k not in self._d:\n"
+        "            self._d[k] = []\n"
+        "        return self._d[k]\n",
+        # A benign race: both threads store the same constant and do nothing else.
+        "import threading\n"
+        "class S:\n"
+        "    def __init__(self):\n"
+        "        self._lock = threading.Lock()\n"
+        "    def wait(self):\n"
+        "        with self._lock:\n"
+        "            return self._warned\n"
+        "    def warn_once(self):\n"
+        "        if not self._warned:\n"
+        "            self._warned = True\n",
     )
     INVALID: ClassVar[Sequence[str]] = (
         "import threading\n"
@@ -852,7 +1207,10 @@ class FlagUnlockedCheckThenAct(FactsCollector, Rule):
         "    def get(self, k):\n"
         "        if k not in self._d:\n"
         "            self._d[k] = []\n"
-        "        return self._d[k]\n",
+        "        return self._d[k]\n"
+        "    def drop(self, k):\n"
+        "        with self._lock:\n"
+        "            self._d.pop(k, None)\n",
         "import threading\n"
         "_lock = threading.Lock()\n"
         "_c = None\n"
@@ -871,6 +1229,27 @@ class FlagUnlockedCheckThenAct(FactsCollector, Rule):
         "def unregister(name):\n"
         "    with _registry_lock:\n"
         "        _registry.pop(name, None)\n",
+        # A constant store is a race once the guarded code starts a thread.
+        "import threading\n"
+        "class W:\n"
+        "    def start(self):\n"
+        "        if not self._started:\n"
+        "            self._started = True\n"
+        "            threading.Thread(target=self.run).start()\n",
+        # One caller of the helper does not hold the lock.
+        "import threading\n"
+        "class S:\n"
+        "    def __init__(self):\n"
+        "        self._lock = threading.Lock()\n"
+        "    def get(self, k):\n"
+        "        with self._lock:\n"
+        "            return self._get_or_create(k)\n"
+        "    def peek(self, k):\n"
+        "        return self._get_or_create(k)\n"
+        "    def _get_or_create(self, k):\n"
+        "        if k not in self._d:\n"
+        "            self._d[k] = []\n"
+        "        return self._d[k]\n",
     )
 
     def __init__(self, context: LintContext) -> None:
@@ -880,10 +1259,37 @@ class FlagUnlockedCheckThenAct(FactsCollector, Rule):
         self._calls: list[tuple[cst.Call, str | None]] = []
         self._with_names: list[tuple[cst.BaseExpression, str | None]] = []
         self._module_locks: dict[str, cst.CSTNode] = {}
+        self._scopes = _Scopes()
 
     def function_done(self, facts: FunctionFacts) -> None:
+        self._scopes.add(facts, nested=bool(self.facts_stack))
         if facts.node.asynchronous is None and facts.node.name.value not in INIT_METHODS:
             self._candidates.append(facts)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self._note_lock(node.value, [target.target for target in node.targets])
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        super().visit_AnnAssign(node)
+        if node.value is not None:
+            self._note_lock(node.value, [node.target])
+
+    def _note_lock(self, value: cst.BaseExpression, targets: list[cst.BaseExpression]) -> None:
+        """Remember the names that hold threading locks (``self._drained = Condition()``), so
+        ``with self._drained:`` counts as holding a lock whatever the name says."""
+        if not (isinstance(value, cst.Call) and self.aliases.qualify(value.func) in _THREAD_LOCKS):
+            return
+        owner = self._owner()
+        in_body = not self.facts_stack
+        names = self._scopes.lock_names.setdefault(owner if owner else None, set())
+        for target in targets:
+            name = dotted(target)
+            if name is None:
+                continue
+            names.add(name)
+            if owner is not None and in_body:
+                # A class attribute, reached as `self._lock` or `cls._lock` in methods.
+                names.update((f"self.{name}", f"cls.{name}", f"{owner}.{name}"))
 
     def _owner(self) -> str | None:
         return self.class_stack[-1] if self.class_stack else None
@@ -904,32 +1310,63 @@ class FlagUnlockedCheckThenAct(FactsCollector, Rule):
             owner = facts.class_name
             evidence: dict[str, _Evidence | None] = {}
             method = (owner, facts.node.name.value)
-            if owner is not None and owner in by_class:
+            if owner is not None and owner in self.context.shared_classes:
+                evidence["self"] = evidence["cls"] = None
+            elif owner is not None and owner in by_class:
                 evidence["self"] = evidence["cls"] = by_class[owner]
             elif owner is not None and method in by_method:
                 evidence["self"] = evidence["cls"] = by_method[method]
-            elif owner is not None and owner in self.context.shared_classes:
-                evidence["self"] = evidence["cls"] = None
             if module is not None:
                 evidence[""] = module
             if not evidence:
                 continue
+            scope = self._scopes.scope(owner)
             names = StateNames.of(facts, self.module_names, include_params=False)
-            flow = CheckThenActFlow(names, threaded=True, accept=_accepting(evidence))
-            for finding in flow.run(facts.node):
-                found = evidence[_root(finding.state, evidence)]
+            flow = CheckThenActFlow(
+                names, threaded=True, accept=_accepting(evidence), is_lock=scope.is_lock
+            )
+            findings = flow.run(facts.node)
+            if not findings or self._scopes.covered(facts):
+                # A helper whose every caller holds the lock runs under that lock.
+                continue
+            for finding in findings:
+                root = _root(finding.state, evidence)
+                found = evidence[root]
+                guarded = self._guarded_by_lock(finding.state, root, owner, found)
+                if guarded is False:
+                    continue
                 related = _related(finding, "")
                 if found is None:
                     what = f"the class `{owner}` is listed in `shared-classes`"
                 else:
-                    where = "class" if _root(finding.state, evidence) != "" else "module"
+                    where = "class" if root != "" else "module"
                     what = f"the {where} uses `{found.what}`"
+                    if guarded:
+                        what += f" and accesses `{_state_root(finding.state)}` under a lock"
                     related.append(Related(found.node, f"{found.what} here: shared with threads"))
                 self.report(
                     finding.write,
                     self.message.format(state=finding.state, evidence=what),
                     related=[r for r in related if r.message],
                 )
+
+    def _guarded_by_lock(
+        self, state: str, root: str, owner: str | None, found: _Evidence | None
+    ) -> bool | None:
+        """RacerD's test: in code that has or takes locks, is ``state`` one of the things it
+        takes them for? ``None`` when the evidence is not a lock and the scope takes none (a
+        class that only starts threads), or the user declared the class shared: then the
+        question narrows nothing."""
+        if found is None:
+            return None
+        if root == "":
+            if not (found.lock or self._scopes.module_uses_locks()):
+                return None
+            return _state_root(state) in self._scopes.guarded()
+        facts = self._scopes.scope(owner).facts()
+        if not (found.lock or facts.uses_locks):
+            return None
+        return _state_root(state) in facts.guarded
 
     def _shared(self) -> bool:
         return bool(self.context.shared_classes)
@@ -963,7 +1400,7 @@ class FlagUnlockedCheckThenAct(FactsCollector, Rule):
             what = self._thread_api(call)
             if what is None:
                 continue
-            found = _Evidence(call, what)
+            found = _Evidence(call, what, self.aliases.qualify(call.func) in _THREAD_LOCKS)
             if self.aliases.qualify(call.func) in _CLASS_WIDE:
                 if first is None:
                     first = found
@@ -977,7 +1414,7 @@ class FlagUnlockedCheckThenAct(FactsCollector, Rule):
         for item, owner in self._with_names:
             name = dotted(item)
             if owner is not None and name in self._module_locks:
-                by_class.setdefault(owner, _Evidence(item, f"with {name}"))
+                by_class.setdefault(owner, _Evidence(item, f"with {name}", lock=True))
         return by_class, by_method, first
 
     def _thread_api(self, call: cst.Call) -> str | None:
@@ -1012,6 +1449,15 @@ def _bound_method(expr: cst.BaseExpression) -> bool:
         and isinstance(expr.value, cst.Name)
         and expr.value.value in ("self", "cls")
     )
+
+
+def _state_root(state: str) -> str:
+    """``self._d`` for ``self._d.x`` or ``cls._d``; ``_registry`` for ``_registry.x``: the
+    names :mod:`._locking` records accesses under."""
+    parts = state.split(".")
+    if parts[0] in ("self", "cls") and len(parts) > 1:
+        return f"self.{parts[1]}"
+    return parts[0]
 
 
 def _accepting(evidence: dict[str, _Evidence | None]) -> Callable[[str], bool]:
