@@ -4,7 +4,9 @@ the lines that carry a trailing expectation comment (flake8-async's convention):
     self.lock = asyncio.Lock()  # error: IL201
     x = check_and_restore()  # error: IL101, IL301
 
-A finding is expected on the line where its node *starts*. Only the rules whose code starts with
+A finding is expected on the line where its node *starts*. Each negative (code that must *not*
+be reported) is named by a comment line starting with ``# ok:``, and every file holds at least as
+many of them as expected findings. Only the rules whose code starts with
 the file name's ``IL`` prefix run (``IL201.py`` and ``IL201_aliases.py`` run IL201, ``IL3.py``
 runs IL301..IL399); a header line ``# select: IL101, IL301`` overrides that. Files must parse.
 """
@@ -52,6 +54,20 @@ def selected_prefixes(path: Path, text: str) -> tuple[str, ...]:
 def test_expected_findings_reads_single_and_multiple_codes() -> None:
     text = "a = 1  # error: IL201\nb = 2\nc = 3  # error: IL101, IL301\n"
     assert expected_findings(text) == Counter({(1, "IL201"): 1, (3, "IL101"): 1, (3, "IL301"): 1})
+
+
+_NEGATIVE = re.compile(r"^\s*#\s*ok\b", re.MULTILINE)
+
+
+@pytest.mark.parametrize("path", EVAL_FILES, ids=[p.name for p in EVAL_FILES])
+def test_eval_file_has_at_least_as_many_named_negatives_as_findings(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    positives = sum(expected_findings(text).values())
+    negatives = len(_NEGATIVE.findall(text))
+    assert positives > 0
+    assert negatives >= positives, (
+        f"{path.name}: {negatives} `# ok:` negatives, {positives} findings"
+    )
 
 
 @pytest.mark.parametrize("path", EVAL_FILES, ids=[p.name for p in EVAL_FILES])

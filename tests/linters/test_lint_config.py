@@ -31,6 +31,7 @@ def test_load_config_reads_every_key(tmp_path: Path) -> None:
         'extend-exclude = ["*_pb2.py"]\n'
         'target-version = "py39"\n'
         'shared-classes = ["Pool"]\n'
+        'instance-primitives = "all"\n'
         "respect-gitignore = false\n",
     )
     config = load_config(path)
@@ -44,6 +45,7 @@ def test_load_config_reads_every_key(tmp_path: Path) -> None:
         exclude=("gen/**", "*_pb2.py"),
         target_version=(3, 9),
         shared_classes=frozenset({"Pool"}),
+        instance_primitives="all",
         respect_gitignore=False,
     )
 
@@ -58,11 +60,12 @@ def test_target_version_defaults_to_requires_python_lower_bound(tmp_path: Path) 
 
 def test_missing_config_gives_the_defaults() -> None:
     config = load_config(None)
-    assert (config.select, config.exclude, config.target_version) == (
-        ("IL",),
-        DEFAULT_EXCLUDE,
-        (3, 11),
-    )
+    assert (
+        config.select,
+        config.exclude,
+        config.target_version,
+        config.instance_primitives,
+    ) == (("IL",), DEFAULT_EXCLUDE, (3, 11), "evidence")
 
 
 def test_find_config_walks_up_to_the_first_pyproject_with_the_table(tmp_path: Path) -> None:
@@ -90,7 +93,7 @@ def test_find_config_walks_up_to_the_first_pyproject_with_the_table(tmp_path: Pa
             "selct = []",
             "unknown key 'selct' in {path} [tool.interlace.lint]; valid keys are: select, "
             "extend-select, ignore, per-file-ignores, exclude, extend-exclude, target-version, "
-            "shared-classes, respect-gitignore",
+            "shared-classes, instance-primitives, respect-gitignore",
         ),
         (
             'target-version = "3.11"',
@@ -112,6 +115,13 @@ def test_find_config_walks_up_to_the_first_pyproject_with_the_table(tmp_path: Pa
             'shared-classes = ["not a name"]',
             "invalid value for 'shared-classes' in {path} [tool.interlace.lint]: ['not a name']; "
             'expected a list of class names, e.g. shared-classes = ["ConnectionPool"]',
+        ),
+        (
+            "instance-primitives = true",
+            "invalid value for 'instance-primitives' in {path} [tool.interlace.lint]: True; "
+            'expected "evidence" (IL201 reports a per-instance asyncio primitive only when the '
+            'file shows the object outliving one event loop) or "all", e.g. '
+            'instance-primitives = "all"',
         ),
         (
             'respect-gitignore = "yes"',

@@ -114,6 +114,22 @@ def test_cache_is_keyed_by_configuration(tmp_path: Path, monkeypatch: pytest.Mon
     assert "Before Python 3.10" in old.findings[0].message
 
 
+def test_cache_is_keyed_by_instance_primitives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    tree(
+        tmp_path,
+        {
+            "a.py": "import asyncio\nclass C:\n    def __init__(self):\n"
+            "        self.lock = asyncio.Lock()\n"
+        },
+    )
+    default = lint_paths(["."], config=config_for(tmp_path))
+    everything = lint_paths(["."], config=config_for(tmp_path, instance_primitives="all"))
+    assert (default.findings, everything.cached, len(everything.findings)) == ([], 0, 1)
+
+
 def test_no_cache_neither_reads_nor_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     tree(tmp_path, {"a.py": PRIMITIVE})

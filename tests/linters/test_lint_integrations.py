@@ -59,6 +59,27 @@ def test_flake8_bad_target_version_is_a_message_not_a_traceback(tmp_path: Path) 
     )
 
 
+def test_flake8_instance_primitives_option_reaches_il201(tmp_path: Path) -> None:
+    pytest.importorskip("flake8")
+    source = "import asyncio\nclass C:\n    def __init__(self):\n        self.q = asyncio.Queue()\n"
+    (tmp_path / "b.py").write_text(source, encoding="utf-8")
+    command = [sys.executable, "-m", "flake8", "--isolated", "--select", "IL", "b.py"]
+    default = subprocess.run(
+        command, cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False
+    )
+    everything = subprocess.run(
+        [*command, "--interlace-instance-primitives", "all"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (default.returncode, default.stdout) == (0, "")
+    assert everything.returncode == 1
+    assert everything.stdout.startswith("b.py:4:18: IL201 `asyncio.Queue` is created in `__init__`")
+
+
 def test_pre_commit_hook_runs_interlace_lint_with_force_exclude() -> None:
     text = (ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8")
     assert "- id: interlace-lint\n" in text

@@ -15,8 +15,10 @@ class Client:
 """
 
 
-def messages(source: str, version: tuple[int, int] = (3, 11)) -> list[str]:
-    context = LintContext(target_version=version)
+def messages(
+    source: str, version: tuple[int, int] = (3, 11), *, instance_primitives: str = "evidence"
+) -> list[str]:
+    context = LintContext(target_version=version, instance_primitives=instance_primitives)
     result = lint_source(source, [AvoidAsyncioPrimitiveInInit], context=context)
     return [f.message for f in result.findings]
 
@@ -24,7 +26,6 @@ def messages(source: str, version: tuple[int, int] = (3, 11)) -> list[str]:
 @pytest.mark.parametrize(
     ("source", "version", "phrase"),
     [
-        (IN_INIT, (3, 11), "Since Python 3.10 it binds to the first event loop that makes it wait"),
         (IN_INIT, (3, 9), "Before Python 3.10 it binds at construction"),
         ("import asyncio\nL = asyncio.Lock()\n", (3, 12), "shared by every importer of this"),
         ("import asyncio\nclass C:\n    q = asyncio.Queue()\n", (3, 11), "every instance of the"),
@@ -39,8 +40,29 @@ def test_message_states_the_hazard_for_the_place_and_target(
 
 
 def test_fix_hint_names_the_assigned_attribute() -> None:
-    [message] = messages(IN_INIT)
+    [message] = messages(IN_INIT, (3, 9))
     assert "`if self.gate is None: self.gate = asyncio.Event()`" in message
+
+
+@pytest.mark.parametrize("version", [(3, 10), (3, 11), (3, 13)])
+def test_per_instance_primitives_without_evidence_are_not_reported_since_3_10(
+    version: tuple[int, int],
+) -> None:
+    assert messages(IN_INIT, version) == []
+
+
+@pytest.mark.parametrize("version", [(3, 7), (3, 9)])
+def test_per_instance_primitives_are_always_reported_before_3_10(
+    version: tuple[int, int],
+) -> None:
+    [message] = messages(IN_INIT, version)
+    assert "Before Python 3.10 it binds at construction" in message
+
+
+def test_instance_primitives_all_reports_them_without_evidence() -> None:
+    [message] = messages(IN_INIT, instance_primitives="all")
+    assert "Since Python 3.10 it binds to the first event loop that makes it wait" in message
+    assert "only if this object is later used from a second loop" in message
 
 
 def test_module_level_instantiation_is_a_related_location() -> None:
@@ -110,5 +132,60 @@ def test_long_lived_factories_are_evidence(factory: str, how: str) -> None:
     ],
 )
 def test_plain_functions_and_function_scoped_fixtures_are_not_evidence(factory: str) -> None:
-    [message] = messages(IN_INIT + factory)
+    assert messages(IN_INIT + factory) == []
+    [message] = messages(IN_INIT + factory, instance_primitives="all")
     assert "Since Python 3.10 it binds to the first event loop" in message
+
+
+@pytest.mark.parametrize(
+    ("keeper", "how"),
+    [
+        (
+            "_client = None\ndef get():\n    global _client\n    _client = Client()\n",
+            "stored in the module-level `_client`",
+        ),
+        (
+            "_CLIENTS = {}\ndef get(key):\n    _CLIENTS[key] = Client()\n",
+            "cached in the module-level `_CLIENTS`",
+        ),
+        (
+            "_CLIENTS = {}\ndef get(key):\n    return _CLIENTS.setdefault(key, Client())\n",
+            "cached in the module-level `_CLIENTS`",
+        ),
+        (
+            "class Holder:\n    @classmethod\n    def get(cls):\n        cls.client = Client()\n",
+            "kept in the class attribute `cls.client`",
+        ),
+    ],
+)
+def test_instances_kept_beyond_one_call_are_evidence(keeper: str, how: str) -> None:
+    [message] = messages(IN_INIT + keeper)
+    assert f"The object is also {how} in this file" in message
+
+
+@pytest.mark.parametrize(
+    "singleton",
+    [
+        "    _instance = None\n    @classmethod\n    def get(cls):\n"
+        "        if cls._instance is None:\n            cls._instance = cls()\n"
+        "        return cls._instance\n",
+        "    _instance = None\n    def __new__(cls):\n"
+        "        if cls._instance is None:\n"
+        "            cls._instance = super().__new__(cls)\n        return cls._instance\n",
+    ],
+)
+def test_a_class_level_singleton_is_evidence_for_its_own_class(singleton: str) -> None:
+    [message] = messages(IN_INIT + singleton)
+    assert "kept in the class attribute `cls._instance`" in message
+
+
+@pytest.mark.parametrize(
+    "keeper",
+    [
+        "def get():\n    client = Client()\n    return client\n",
+        "def get(cache):\n    cache['k'] = Client()\n",
+        "def get(self):\n    self.client = Client()\n",
+    ],
+)
+def test_locals_parameters_and_instance_attributes_are_not_evidence(keeper: str) -> None:
+    assert messages(IN_INIT + keeper) == []

@@ -1,7 +1,8 @@
 """``[tool.interlace.lint]`` configuration: discovery, validation and rule selection.
 
 Keys (kebab-case, as in ruff): ``select``, ``extend-select``, ``ignore``, ``per-file-ignores``,
-``exclude``, ``extend-exclude``, ``target-version``, ``shared-classes``, ``respect-gitignore``.
+``exclude``, ``extend-exclude``, ``target-version``, ``shared-classes``, ``instance-primitives``,
+``respect-gitignore``.
 Every bad value raises :class:`~interlace.errors.ConfigError` naming the key, the value, the file
 and what to write instead.
 """
@@ -18,6 +19,7 @@ from interlace.errors import ConfigError
 
 __all__ = (
     "DEFAULT_EXCLUDE",
+    "INSTANCE_PRIMITIVES",
     "LintConfig",
     "find_config",
     "load_config",
@@ -60,8 +62,13 @@ _KEYS = (
     "extend-exclude",
     "target-version",
     "shared-classes",
+    "instance-primitives",
     "respect-gitignore",
 )
+INSTANCE_PRIMITIVES = ("evidence", "all")
+"""Values of ``instance-primitives`` (IL201 on Python 3.10+): report an asyncio primitive
+created per instance only with evidence in the file that the object outlives one event loop,
+or always."""
 _SELECTOR = re.compile(r"^(IL[0-9]{0,3}|ALL)$")
 _VERSION = re.compile(r"^py3([0-9]{1,2})$")
 _REQUIRES = re.compile(r">=\s*3\.([0-9]{1,2})")
@@ -80,6 +87,7 @@ class LintConfig:
         exclude: gitignore-style globs of paths never linted when walking directories.
         target_version: the oldest Python the linted code supports.
         shared_classes: class names declared shared between threads (IL102).
+        instance_primitives: ``"evidence"`` or ``"all"``, see :data:`INSTANCE_PRIMITIVES`.
         respect_gitignore: skip files ignored by ``.gitignore`` files.
     """
 
@@ -92,6 +100,7 @@ class LintConfig:
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
     target_version: tuple[int, int] = (3, 11)
     shared_classes: frozenset[str] = frozenset()
+    instance_primitives: str = "evidence"
     respect_gitignore: bool = True
 
     def with_overrides(self, **changes: object) -> LintConfig:
@@ -259,6 +268,16 @@ def load_config(path: Path | None) -> LintConfig:
                 'class names, e.g. shared-classes = ["ConnectionPool"]'
             )
         changes["shared_classes"] = frozenset(value)
+    if "instance-primitives" in table:
+        value = table["instance-primitives"]
+        if value not in INSTANCE_PRIMITIVES:
+            raise ConfigError(
+                f"invalid value for 'instance-primitives' {where}: {value!r}; expected "
+                '"evidence" (IL201 reports a per-instance asyncio primitive only when the file '
+                'shows the object outliving one event loop) or "all", e.g. '
+                'instance-primitives = "all"'
+            )
+        changes["instance_primitives"] = value
     if "respect-gitignore" in table:
         value = table["respect-gitignore"]
         if not isinstance(value, bool):

@@ -30,11 +30,15 @@ class LintContext:
         target_version: the oldest Python the linted code supports, as ``(3, 11)``.
         shared_classes: class names the user declared shared between threads
             (``[tool.interlace.lint] shared-classes``), for IL102.
+        instance_primitives: which per-instance asyncio primitives IL201 reports on Python
+            3.10+: ``"evidence"`` (only when the file shows the object outliving one event
+            loop) or ``"all"`` (``[tool.interlace.lint] instance-primitives``).
     """
 
     path: str = "<string>"
     target_version: tuple[int, int] = (3, 11)
     shared_classes: frozenset[str] = frozenset()
+    instance_primitives: str = "evidence"
 
 
 @dataclass(frozen=True, slots=True)

@@ -68,6 +68,7 @@ def _lint_chunk(
             path=filename,
             target_version=base.target_version,
             shared_classes=base.shared_classes,
+            instance_primitives=base.instance_primitives,
         )
         results.append(
             lint_source(data, [registry[c] for c in codes], filename=filename, context=context)
@@ -158,10 +159,14 @@ def lint_paths(
         (pathspec.GitIgnoreSpec.from_lines([glob]), codes)
         for glob, codes in config.per_file_ignores
     ]
-    base = LintContext(target_version=config.target_version, shared_classes=config.shared_classes)
+    base = LintContext(
+        target_version=config.target_version,
+        shared_classes=config.shared_classes,
+        instance_primitives=config.instance_primitives,
+    )
     cache = None
     if use_cache:
-        settings = f"{base.target_version}|{sorted(base.shared_classes)}"
+        settings = f"{base.target_version}|{sorted(base.shared_classes)}|{base.instance_primitives}"
         cache = ResultCache(config.root, settings)
     root = config.root.resolve()
     ordered: list[FileResult | None] = []

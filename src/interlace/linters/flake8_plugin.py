@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
 from interlace.errors import ConfigError
-from interlace.linters._config import parse_target_version
+from interlace.linters._config import INSTANCE_PRIMITIVES, parse_target_version
 from interlace.linters._engine import lint_source
 from interlace.linters._rule import LintContext
 from interlace.linters.rules import all_rules
@@ -29,6 +29,7 @@ class Flake8Plugin:
     version: ClassVar[str] = "0"
     target_version: ClassVar[tuple[int, int]] = (3, 11)
     shared_classes: ClassVar[frozenset[str]] = frozenset()
+    instance_primitives: ClassVar[str] = "evidence"
 
     def __init__(self, tree: ast.AST, filename: str, lines: Sequence[str]) -> None:
         self.filename = filename
@@ -36,7 +37,8 @@ class Flake8Plugin:
 
     @classmethod
     def add_options(cls, option_manager: Any) -> None:
-        """Register ``--interlace-target-version`` and ``--interlace-shared-classes``."""
+        """Register ``--interlace-target-version``, ``--interlace-shared-classes`` and
+        ``--interlace-instance-primitives``."""
         option_manager.add_option(
             "--interlace-target-version",
             default="py311",
@@ -49,6 +51,14 @@ class Flake8Plugin:
             parse_from_config=True,
             comma_separated_list=True,
             help="class names shared between threads (interlace IL102)",
+        )
+        option_manager.add_option(
+            "--interlace-instance-primitives",
+            default="evidence",
+            parse_from_config=True,
+            choices=INSTANCE_PRIMITIVES,
+            help="IL201 on Python 3.10+: report per-instance asyncio primitives only with "
+            "evidence that the object outlives one event loop (evidence), or always (all)",
         )
 
     @classmethod
@@ -65,6 +75,7 @@ class Flake8Plugin:
             print(f"flake8 (interlace): error: {exc}", file=sys.stderr)
             raise SystemExit(2) from None
         cls.shared_classes = frozenset(n for n in options.interlace_shared_classes if n)
+        cls.instance_primitives = options.interlace_instance_primitives
 
     def run(self) -> Iterator[tuple[int, int, str, type[Flake8Plugin]]]:
         """Lint the file and yield flake8 results (columns are 0-based in flake8)."""
@@ -72,6 +83,7 @@ class Flake8Plugin:
             path=self.filename,
             target_version=self.target_version,
             shared_classes=self.shared_classes,
+            instance_primitives=self.instance_primitives,
         )
         result = lint_source(
             "".join(self.lines), all_rules(), filename=self.filename, context=context

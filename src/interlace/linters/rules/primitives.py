@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from interlace.linters._rule import LintContext, Related, Rule
+from interlace.linters.rules._flow import module_level_names
 
 __all__ = ("AvoidAsyncioPrimitiveInInit",)
 
@@ -108,9 +109,9 @@ class AvoidAsyncioPrimitiveInInit(Rule):
     code = "IL201"
     name = "asyncio-primitive-in-init"
     summary = (
-        "An asyncio Lock/Event/Condition/Semaphore/BoundedSemaphore/Queue/Barrier is created in "
-        "`__init__`, `__post_init__`, a dataclass `default_factory`, a class body or at module "
-        "level, outside the event loop that will use it."
+        "An asyncio Lock/Event/Condition/Semaphore/BoundedSemaphore/Queue/Barrier is created at "
+        "module level or in a class body, or per instance (`__init__`, `__post_init__`, a "
+        "dataclass `default_factory`) of an object that outlives one event loop."
     )
     message = "{primitive} is created {place}, outside any running event loop. {hazard}. {instead}."
     why = (
@@ -124,10 +125,18 @@ class AvoidAsyncioPrimitiveInInit(Rule):
         "class attributes (shared by everything that imports them), objects cached across "
         "`asyncio.run()` calls, pytest-asyncio fixtures whose scope is wider than the test's loop, "
         "and threads that each run their own loop. The failure is intermittent because it needs "
-        "contention, which is why it survives testing. When the same file shows the object "
-        "outliving one loop (the class instantiated at module level, returned by a "
+        "contention, which is why it survives testing. Module-level and class-body primitives are "
+        "always reported. A primitive created per instance is reported on Python 3.10+ only when "
+        "the same file shows the object outliving one loop: the class instantiated at module "
+        "level, stored in a `global` or a module-level cache (`_CLIENTS[key] = Client()`, "
+        "`.setdefault`), kept in a class attribute (a singleton), returned by a "
         "`functools.cache`/`lru_cache` factory, or built by a pytest fixture with a session, "
-        "package, module or class scope), the finding says so and points there."
+        "package, module or class scope; the finding says which and points there. Most objects "
+        "that create primitives in `__init__` live inside one loop, so without such evidence the "
+        'finding would usually be a false alarm; set `instance-primitives = "all"` in '
+        "`[tool.interlace.lint]` to report them all (for example in a library whose users keep "
+        "its objects across `asyncio.run()` calls). For targets before 3.10 every per-instance "
+        "primitive is reported."
     )
     bad_example = (
         "import asyncio\n"
@@ -149,13 +158,15 @@ class AvoidAsyncioPrimitiveInInit(Rule):
         "        if self._lock is None:\n"
         "            self._lock = asyncio.Lock()\n"
         "        return self._lock\n"
+        "\n"
+        "client = Client()\n"
     )
     suppress = (
         "On Python 3.10 and later, when the object provably lives and dies inside one event loop "
-        "(it is only ever constructed inside a coroutine and never cached, stored at module level "
-        "or shared with a fixture of wider scope), creating the primitive in `__init__` is safe: "
-        "write `# noqa: IL201` on that line. Module-level and class-body primitives are shared by "
-        "every user of the module or class and are rarely safe."
+        "even though the file keeps it (a module-level instance that only one `asyncio.run()` "
+        "ever uses, say), creating the primitive in `__init__` is safe: write `# noqa: IL201` on "
+        "that line. Module-level and class-body primitives are shared by every user of the module "
+        "or class and are rarely safe."
     )
     VALID = (
         "import asyncio\nasync def main():\n    lock = asyncio.Lock()\n",
@@ -167,16 +178,27 @@ class AvoidAsyncioPrimitiveInInit(Rule):
         "from threading import Lock\nLOCK = Lock()\n",
         "import asyncio\nclass C:\n    lock: asyncio.Lock\n",
         "import asyncio\ndef make():\n    return asyncio.Lock()\n",
+        # Python 3.10+: nothing in the file keeps an instance beyond one event loop.
+        "import asyncio\nclass C:\n    def __init__(self):\n        self.lock = asyncio.Lock()\n"
+        "async def main():\n    c = C()\n",
+        "import asyncio\nclass C:\n    def __init__(self):\n        self.lock = asyncio.Lock()\n"
+        "def make():\n    return C()\n",
     )
     INVALID = (
-        "import asyncio\nclass C:\n    def __init__(self):\n        self.lock = asyncio.Lock()\n",
-        "import asyncio as aio\nclass C:\n    def __init__(self):\n        self.q = aio.Queue()\n",
+        "import asyncio\nclass C:\n    def __init__(self):\n        self.lock = asyncio.Lock()\n"
+        "C_INSTANCE = C()\n",
+        "import asyncio as aio\nimport functools\nclass C:\n    def __init__(self):\n"
+        "        self.q = aio.Queue()\n@functools.cache\ndef get():\n    return C()\n",
         "from asyncio import Semaphore\nLIMIT = Semaphore(10)\n",
         "import asyncio\nclass C:\n    lock = asyncio.Lock()\n",
         "import asyncio\nfrom dataclasses import dataclass, field\n@dataclass\nclass C:\n"
-        "    ev: asyncio.Event = field(default_factory=asyncio.Event)\n",
+        "    ev: asyncio.Event = field(default_factory=asyncio.Event)\n"
+        "_CLIENTS = {}\ndef client(key):\n    return _CLIENTS.setdefault(key, C())\n",
         "import asyncio\nfrom dataclasses import dataclass\n@dataclass\nclass C:\n"
-        "    def __post_init__(self):\n        self.cond = asyncio.Condition()\n",
+        "    _instance = None\n"
+        "    def __post_init__(self):\n        self.cond = asyncio.Condition()\n"
+        "    @classmethod\n    def get(cls):\n        if cls._instance is None:\n"
+        "            cls._instance = cls()\n        return cls._instance\n",
     )
     TRIGGERS = ("asyncio",)
 
@@ -193,6 +215,9 @@ class AvoidAsyncioPrimitiveInInit(Rule):
         self._pending: list[tuple[cst.CSTNode, str, str, str, str, list[Related]]] = []
         # class name -> (first call that makes an instance outlive one loop, how it does)
         self._evidence: dict[str, tuple[cst.Call, str]] = {}
+        # names bound at module level, and the names each enclosing function declares global
+        self._module_names: frozenset[str] = frozenset()
+        self._globals: list[set[str]] = []
 
     # -- imports ------------------------------------------------------------------------------
 
@@ -251,6 +276,7 @@ class AvoidAsyncioPrimitiveInInit(Rule):
 
     def visit_Module(self, node: cst.Module) -> None:
         self._frames.append(_Frame("module", node))
+        self._module_names = module_level_names(node)
 
     def visit_ClassDef_body(self, node: cst.ClassDef) -> None:
         self._frames.append(_Frame("class", node, node.name.value))
@@ -268,9 +294,11 @@ class AvoidAsyncioPrimitiveInInit(Rule):
                 outlives=_outlives(node.decorators),
             )
         )
+        self._globals.append(set())
 
     def leave_FunctionDef_body(self, node: cst.FunctionDef) -> None:
         self._frames.pop()
+        self._globals.pop()
 
     def visit_If_body(self, node: cst.If) -> None:
         if self._frames and self._frames[-1].kind == "module" and _is_main_guard(node.test):
@@ -330,12 +358,71 @@ class AvoidAsyncioPrimitiveInInit(Rule):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self._target = _dotted(node.targets[0].target) if len(node.targets) == 1 else None
+        for target in node.targets:
+            self._note_stored(target.target, node.value)
 
     def leave_Assign(self, original_node: cst.Assign) -> None:
         self._target = None
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         self._target = _dotted(node.target)
+        if node.value is not None:
+            self._note_stored(node.target, node.value)
+
+    def visit_Global(self, node: cst.Global) -> None:
+        if self._globals:
+            self._globals[-1].update(name.name.value for name in node.names)
+
+    def _instance_of(self, value: cst.BaseExpression | None) -> tuple[str, cst.Call] | None:
+        """The class ``value`` instantiates (``Client()``, ``cls()``, ``super().__new__(cls)``),
+        with the call, or ``None``."""
+        if isinstance(value, cst.Await):
+            value = value.expression
+        if not isinstance(value, cst.Call):
+            return None
+        func = value.func
+        owner = next((f.name for f in reversed(self._frames) if f.kind == "class"), None)
+        if isinstance(func, cst.Name):
+            if func.value == "cls":
+                return (owner, value) if owner else None
+            return func.value, value
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == "__new__"
+            and owner is not None
+            and value.args
+            and isinstance(value.args[0].value, cst.Name)
+            and value.args[0].value.value == "cls"
+        ):
+            return owner, value
+        return None
+
+    def _note_stored(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        """Inside a function, an instance stored where it outlives the call: a ``global``, an
+        entry of a module-level cache, or a class attribute (a singleton)."""
+        if not self._frames or self._frames[-1].kind != "function":
+            return
+        made = self._instance_of(value)
+        if made is None:
+            return
+        owner, call = made
+        how = self._long_lived_place(target)
+        if how:
+            self._evidence.setdefault(owner, (call, how))
+
+    def _long_lived_place(self, target: cst.BaseExpression) -> str:
+        if isinstance(target, cst.Name) and self._globals and target.value in self._globals[-1]:
+            return f"stored in the module-level `{target.value}`"
+        if isinstance(target, cst.Subscript):
+            root = _dotted(target.value)
+            if root is not None and root.split(".", 1)[0] in self._module_names:
+                return f"cached in the module-level `{root}`"
+        if isinstance(target, cst.Attribute):
+            base = _dotted(target.value)
+            classes = {f.name for f in self._frames if f.kind == "class"}
+            if base is not None and (base == "cls" or base in classes):
+                return f"kept in the class attribute `{_dotted(target) or ''}`"
+        return ""
 
     def leave_AnnAssign(self, original_node: cst.AnnAssign) -> None:
         self._target = None
@@ -353,7 +440,24 @@ class AvoidAsyncioPrimitiveInInit(Rule):
                 self._flag(node, kind, *place)
                 return
         self._note_module_instance(node)
+        self._note_cached(node)
         self._check_factory(node)
+
+    def _note_cached(self, node: cst.Call) -> None:
+        """``_CLIENTS.setdefault(key, Client())`` inside a function."""
+        func = node.func
+        if not (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == "setdefault"
+            and len(node.args) == 2
+            and self._frames
+            and self._frames[-1].kind == "function"
+        ):
+            return
+        root = _dotted(func.value)
+        made = self._instance_of(node.args[1].value)
+        if root is not None and made is not None and root.split(".", 1)[0] in self._module_names:
+            self._evidence.setdefault(made[0], (made[1], f"cached in the module-level `{root}`"))
 
     def _note_module_instance(self, node: cst.Call) -> None:
         if self._frames and self._frames[-1].kind == "module" and isinstance(node.func, cst.Name):
@@ -382,6 +486,14 @@ class AvoidAsyncioPrimitiveInInit(Rule):
         for node, kind, owner, place, target, related in self._pending:
             found = self._evidence.get(owner)
             how = found[1] if found else None
+            if (
+                found is None
+                and self.context.target_version >= (3, 10)
+                and self.context.instance_primitives != "all"
+            ):
+                # Since 3.10 the primitive binds to the first loop that makes it wait, so it
+                # fails only if the object outlives that loop; nothing in the file says so.
+                continue
             if found is not None:
                 related = [
                     *related,
