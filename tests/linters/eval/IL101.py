@@ -317,3 +317,37 @@ class EventSink:
         if self._turns >= limit:
             await self.signal_stop()
             self._turns = 0
+
+
+class WebsocketModel:
+    """The request lock is taken by hand, with a timeout on one path (openai-agents)."""
+
+    def _get_request_lock(self):
+        if self._request_lock is None:
+            self._request_lock = asyncio.Lock()
+        return self._request_lock
+
+    async def stream(self, timeout):
+        lock = self._get_request_lock()
+        if timeout == 0:
+            await lock.acquire()
+        else:
+            await asyncio.wait_for(lock.acquire(), timeout)
+        try:
+            return await self._ensure_connection()
+        finally:
+            lock.release()
+
+    # ok: its only caller holds the request lock (acquired on both branches above).
+    async def _ensure_connection(self):
+        if self._ws is None:
+            self._ws = await self.open()
+        return self._ws
+
+    async def stream_direct(self):
+        return await self._ensure_other()
+
+    async def _ensure_other(self):
+        if self._other is None:
+            self._other = await self.open()  # error: IL101
+        return self._other

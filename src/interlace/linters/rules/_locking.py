@@ -110,10 +110,31 @@ def lock_operation(
 def _statement_operation(
     stmt: cst.CSTNode, is_lock: Callable[[cst.BaseExpression], bool]
 ) -> str | None:
+    """What a statement does to a lock for the statements after it: ``lock.acquire()``,
+    ``await asyncio.wait_for(lock.acquire(), timeout)`` (the acquire-with-timeout idiom: the
+    acquire call is an argument), ``lock.release()``, or an ``if``/``else`` that acquires on
+    both branches."""
     if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
         small = stmt.body[0]
         if isinstance(small, cst.Expr):
-            return lock_operation(small.value, is_lock)
+            value = small.value
+            direct = lock_operation(value, is_lock)
+            if direct is not None:
+                return direct
+            if isinstance(value, cst.Await):
+                value = value.expression
+            if isinstance(value, cst.Call) and any(
+                lock_operation(arg.value, is_lock) == "acquire" for arg in value.args
+            ):
+                return "acquire"
+        return None
+    if isinstance(stmt, cst.If) and isinstance(stmt.orelse, cst.Else):
+        branches = (block_body(stmt.body), block_body(stmt.orelse.body))
+        if all(
+            any(_statement_operation(s, is_lock) == "acquire" for s in branch)
+            for branch in branches
+        ):
+            return "acquire"
     return None
 
 
