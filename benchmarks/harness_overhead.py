@@ -6,16 +6,21 @@ Workload: N tasks, each doing K ``await asyncio.sleep(0)``; every 5th iteration 
 item through a shared ``asyncio.Queue`` and holds a shared ``asyncio.Lock`` across one more
 ``sleep(0)`` (so lock waiters queue up). K shrinks as N grows so every row takes ~20,000 steps.
 
-Columns, each the minimum over the repeats, in one process:
+Columns, each the minimum over the repeats (taken in turns, so a burst of load on the machine
+hits every column alike), in one process; the ratio is the time over ``stock``'s:
 
 * ``stock``: ``asyncio.run(workload())``.
 * ``explore(1)``: ``interlace.explore(workload, max_schedules=1)``, the first schedule of the
-  default strategy (stock order, decided by the exhaustive search's chooser, which is consulted
-  at every schedule point).
+  default strategy (stock order, decided by the exhaustive search's chooser).
 * ``stock chooser``: one run on the controlled loop with the chooser that is never consulted
   (the floor of the loop's own cost; internal API).
-* ``random walk``: ``interlace.explore(workload, strategy="random", max_schedules=1)``: one
-  random-walk schedule (the chooser is consulted at every step).
+* ``random``: ``interlace.explore(workload, strategy="random", max_schedules=1)``: one
+  random-walk schedule (the chooser is consulted at every step and deviates at most of them).
+* ``pct``: ``interlace.explore(workload, strategy="pct", max_schedules=1)``: one PCT schedule
+  (consulted at every step, reads every option's actor, deviates at most steps).
+* ``exhaustive``: one schedule of the exhaustive search's chooser with no schedule budget, so it
+  is consulted and records a schedule point at every step (internal API): the most any
+  exhaustive schedule costs (with a budget it stops recording once it holds enough schedules).
 * ``detangle.run``: the peer's one-schedule run in asyncio order (virtual time), if installed.
 
 Then per-step cost against the number of runnable tasks (random-walk chooser, every step a
@@ -33,7 +38,7 @@ from typing import Any
 
 import interlace
 from interlace._core.schedule import Settings
-from interlace._core.strategy import Chooser, RandomWalkStrategy
+from interlace._core.strategy import Chooser, ExhaustiveStrategy, RandomWalkStrategy
 from interlace.harness._asyncio_backend import AsyncioBackend
 
 try:
@@ -86,30 +91,42 @@ def explore_one(workload: Workload, strategy: str) -> None:
     assert exploration.failure is None, exploration.failure.report
 
 
+def exhaustive_run(workload: Workload) -> None:
+    chooser = ExhaustiveStrategy(bound=2).next_chooser()
+    assert chooser is not None
+    AsyncioBackend(workload, Settings(max_steps=MAX_STEPS)).run(chooser)
+
+
+COLUMNS = ("explore(1)", "stock chooser", "random", "pct", "exhaustive", "detangle.run")
+
+
 def overhead_table(repeats: int) -> None:
     print(f"Overhead against asyncio.run (min of {repeats} runs; ratio = time / stock)")
-    header = (
-        f"{'N':>5} {'K':>6} {'stock ms':>9} {'explore(1)':>16} {'stock chooser':>16} "
-        f"{'random walk':>16} {'detangle.run':>16}"
-    )
-    print(header)
+    print(f"{'N':>5} {'K':>6} {'stock ms':>9} " + " ".join(f"{c:>16}" for c in COLUMNS))
     for tasks in (2, 100, 1000):
         iterations = max(10, TOTAL_STEPS // tasks)
         workload = make_workload(tasks, iterations)
-        stock = best_of(repeats, lambda: asyncio.run(workload()))  # noqa: B023
-        cells = []
-        for run in (
-            lambda: explore_one(workload, "auto"),  # noqa: B023
-            lambda: stock_chooser_run(workload),  # noqa: B023
-            lambda: explore_one(workload, "random"),  # noqa: B023
-        ):
-            seconds = best_of(repeats, run)
-            cells.append(f"{seconds * 1e3:8.1f} {seconds / stock:5.2f}x")
+        runs: dict[str, Callable[[], object]] = {
+            "stock": lambda: asyncio.run(workload()),  # noqa: B023
+            "explore(1)": lambda: explore_one(workload, "auto"),  # noqa: B023
+            "stock chooser": lambda: stock_chooser_run(workload),  # noqa: B023
+            "random": lambda: explore_one(workload, "random"),  # noqa: B023
+            "pct": lambda: explore_one(workload, "pct"),  # noqa: B023
+            "exhaustive": lambda: exhaustive_run(workload),  # noqa: B023
+        }
         if detangle is not None:
-            seconds = best_of(repeats, lambda: detangle.run(workload, max_steps=MAX_STEPS))  # noqa: B023
-            cells.append(f"{seconds * 1e3:8.1f} {seconds / stock:5.2f}x")
-        else:
-            cells.append(f"{'not installed':>16}")
+            runs["detangle.run"] = lambda: detangle.run(workload, max_steps=MAX_STEPS)  # noqa: B023
+        best = {name: float("inf") for name in runs}
+        for _ in range(repeats):
+            for name, run in runs.items():
+                started = time.perf_counter()
+                run()
+                best[name] = min(best[name], time.perf_counter() - started)
+        stock = best["stock"]
+        cells = [
+            f"{best[c] * 1e3:8.1f} {best[c] / stock:5.2f}x" if c in best else "not installed"
+            for c in COLUMNS
+        ]
         print(
             f"{tasks:>5} {iterations:>6} {stock * 1e3:9.1f} " + " ".join(f"{c:>16}" for c in cells)
         )

@@ -12,6 +12,7 @@ import base64
 import binascii
 import zlib
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from interlace.errors import ReplayTokenError
 
@@ -26,9 +27,12 @@ TOKEN_PREFIX = "il1."
 """Token format version 1. Bump when the meaning of a decision changes."""
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
-    """One non-stock choice: at ``step``, of ``kind``, option ``choice`` (actor ``actor``)."""
+class Decision(NamedTuple):
+    """One non-stock choice: at ``step``, of ``kind``, option ``choice`` (actor ``actor``).
+
+    A named tuple rather than a dataclass: a random walk deviates at most steps, and a
+    backend can build a decision from a plain tuple with ``tuple.__new__(Decision, t)``.
+    """
 
     step: int
     kind: int

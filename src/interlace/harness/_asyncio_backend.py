@@ -62,9 +62,8 @@ class _Recorder:
         callback = handle._callback
         task = getattr(callback, "__self__", None)
         deviation = ""
-        decisions = loop.decisions
-        if decisions and decisions[-1].step == step:
-            deviation = _deviation_text(decisions[-1])
+        if loop.last_decision_step == step:
+            deviation = _deviation_text(loop.decisions[-1])
         if isinstance(task, asyncio.Task):
             name = task.get_name()
             coro = task.get_coro()

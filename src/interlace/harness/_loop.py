@@ -32,9 +32,13 @@ import asyncio
 import collections
 import concurrent.futures
 import contextvars
+import functools
 import heapq
+import itertools
+import sys
 import threading
-from asyncio import events
+import types
+from asyncio import events, format_helpers
 from collections.abc import Callable, Sequence
 from typing import Any, overload
 
@@ -114,28 +118,56 @@ _PARKABLE = (IO,)
 A yield or a timer wakeup may lag past a later timer only by the jitter window (loop lag)."""
 
 
-class _Step(events.Handle):
-    """A ready handle that remembers why it became ready (one of the causes above)."""
+CANCELLED = -1
+"""``_il_budget`` of a cancelled handle: the option scan skips it."""
 
-    __slots__ = ("_il_actor", "_il_cause")
+
+class _Step(events.Handle):
+    """A ready handle that remembers why it became ready (one of the causes above).
+
+    Invariant: ``_il_budget`` is how many more times the entry may be postponed: ``fairness``
+    minus its postponements for a postponable cause, 0 for any other cause, ``CANCELLED``
+    once cancelled. The option scan reads that one slot per entry.
+    """
+
+    __slots__ = ("_il_actor", "_il_budget", "_il_cause")
 
     _il_cause: int
     _il_actor: int
+    _il_budget: int
     _callback: Callable[..., object]
+    _args: Any
     _cancelled: bool
+    _context: contextvars.Context
+    _loop: Any
+    _repr: str | None
+    _source_traceback: Any
+
+    def cancel(self) -> None:
+        if self._il_actor < 0 and not self._cancelled:
+            # cancel() drops the callback, which names the actor: a decision that took
+            # this entry reads the actor later.
+            self._il_actor = _compute_actor(self)
+        super().cancel()
+        self._il_budget = CANCELLED
 
 
 class _Timer(events.TimerHandle):
     """A timer that remembers its creation order; what it queues while it runs is TIMED."""
 
-    __slots__ = ("_il_seq",)
+    __slots__ = ("_il_budget", "_il_seq")
 
     _il_seq: int
+    _il_budget: int
     _il_cause = EVENT  # a timer's own callback is a plain callback
     _il_actor = 0
     _loop: Any
     _when: float
     _scheduled: bool
+
+    def cancel(self) -> None:
+        super().cancel()
+        self._il_budget = CANCELLED
 
     def _run(self) -> None:
         loop = self._loop
@@ -149,11 +181,16 @@ class _Timer(events.TimerHandle):
 class _Arrival(events.Handle):
     """A callback from another thread; what it queues while it runs is IO."""
 
-    __slots__ = ()
+    __slots__ = ("_il_budget",)
 
+    _il_budget: int
     _il_cause = EVENT
     _il_actor = 0
     _loop: Any
+
+    def cancel(self) -> None:
+        super().cancel()
+        self._il_budget = CANCELLED
 
     def _run(self) -> None:
         loop = self._loop
@@ -166,6 +203,32 @@ class _Arrival(events.Handle):
 
 _STEP_NAMES = frozenset({"_Task__step", "__step"})  # the pure-Python Task's step method
 _TASK_CALLBACKS = frozenset({"task_wakeup", "_Task__wakeup", "__wakeup", "_Task__step", "__step"})
+
+_OTHER, _STEP_WRAPPER, _BY_NAME = 0, 1, 2
+_CALLBACK_KINDS: dict[type, int] = {types.MethodType: _BY_NAME}
+"""Callback type -> whether it is a task's step (C ``TaskStepMethWrapper``), or whether the
+callback's name says so (bound methods: the pure-Python Task), or neither. Filled as types are
+seen, so ``call_soon`` decides with one dict lookup instead of comparing names."""
+
+
+_new_step: Callable[[type[_Step]], _Step] = object.__new__
+_make_decision = functools.partial(tuple.__new__, Decision)
+
+
+def _callback_failed(handle: Any, exc: BaseException) -> None:
+    """What ``Handle._run`` does when its callback raises: tell the exception handler."""
+    source = format_helpers._format_callback_source(handle._callback, handle._args)
+    context = {"message": f"Exception in callback {source}", "exception": exc, "handle": handle}
+    if handle._source_traceback:
+        context["source_traceback"] = handle._source_traceback
+    handle._loop.call_exception_handler(context)
+
+
+def _callback_kind(cls: type) -> int:
+    kind = _STEP_WRAPPER if cls.__name__ == "TaskStepMethWrapper" else _OTHER
+    _CALLBACK_KINDS[cls] = kind
+    return kind
+
 
 _UNSUPPORTED = {
     "create_connection": "open a network connection",
@@ -233,9 +296,12 @@ def _actor_of(handle: Any) -> int:
 def _compute_actor(handle: Any) -> int:
     callback = handle._callback
     task = getattr(callback, "__self__", None)
+    cls = type(callback)
+    kind = _CALLBACK_KINDS.get(cls)
+    if kind is None:
+        kind = _callback_kind(cls)
     if isinstance(task, ControlledTask) and (
-        type(callback).__name__ == "TaskStepMethWrapper"
-        or getattr(callback, "__name__", "") in _TASK_CALLBACKS
+        kind == _STEP_WRAPPER or getattr(callback, "__name__", "") in _TASK_CALLBACKS
     ):
         return task._il_id
     return 0
@@ -245,15 +311,18 @@ class _Actors(Sequence[int]):
     """The actor ids of a decision's options, computed only for the ones a chooser reads.
 
     The random walk and the exhaustive search only count options; PCT and replay read ids.
+    ``handles`` is the ready queue itself when no cancelled entry sits among the options (the
+    common case: no list is built), else the options gathered in a list.
     """
 
-    __slots__ = ("_handles",)
+    __slots__ = ("_count", "_handles")
 
-    def __init__(self, handles: list[Any]) -> None:
+    def __init__(self, handles: Sequence[Any], count: int) -> None:
         self._handles = handles
+        self._count = count
 
     def __len__(self) -> int:
-        return len(self._handles)
+        return self._count
 
     @overload
     def __getitem__(self, index: int) -> int: ...
@@ -261,8 +330,10 @@ class _Actors(Sequence[int]):
     def __getitem__(self, index: slice) -> Sequence[int]: ...
     def __getitem__(self, index: int | slice) -> int | Sequence[int]:
         if isinstance(index, slice):
-            return [_actor_of(h) for h in self._handles[index]]
-        return _actor_of(self._handles[index])
+            return [_actor_of(self._handles[i]) for i in range(self._count)[index]]
+        if not -self._count <= index < self._count:
+            raise IndexError(index)
+        return _actor_of(self._handles[index % self._count])
 
 
 class ControlledEventLoop(asyncio.BaseEventLoop):
@@ -280,6 +351,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
     _timer_cancelled_count: int
     _clock_resolution: float
     _stopping: bool
+    _debug: bool
     _closed: bool
     _thread_id: int | None
     _check_closed: Callable[[], None]
@@ -303,8 +375,10 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         self._refresh_consult()
         self._ids = 0
         self._timer_seq = 0
-        self.decisions: list[Decision] = []
-        self._postponed: dict[events.Handle, int] = {}
+        # step, kind, choice, actor, step, kind, ...: plain ints, so a random walk's thousands
+        # of decisions add no objects for the garbage collector to visit while it runs.
+        self._decisions: list[int] = []
+        self._actors = _Actors((), 0)
         self._cause = EVENT
         self._creating = False
         self.opaque = False
@@ -321,6 +395,18 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         self.set_exception_handler(self._collect_exception)
         self.observer: Callable[[events.Handle], None] | None = None
         self.divergence: str | None = None
+
+    @property
+    def decisions(self) -> list[Decision]:
+        """The non-stock decisions taken so far, in step order."""
+        fields = iter(self._decisions)  # four ints a decision
+        quads = zip(fields, fields, fields, fields, strict=True)
+        return [_make_decision(decision) for decision in quads]
+
+    @property
+    def last_decision_step(self) -> int:
+        """The step of the latest non-stock decision (0 before the first)."""
+        return self._decisions[-4] if self._decisions else 0
 
     # -- identity -------------------------------------------------------------------------
 
@@ -361,16 +447,40 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
     ) -> events.Handle:
         if self._closed:
             raise RuntimeError("Event loop is closed")
-        handle = _Step(callback, args, self, context)
-        handle._il_actor = -1
+        # Handle.__init__, inlined: this runs once per step.
+        handle = _new_step(_Step)
+        handle._context = context if context is not None else contextvars.copy_context()
+        handle._loop = self
+        handle._callback = callback
+        handle._args = args
+        handle._cancelled = False
+        handle._repr = None
+        handle._source_traceback = (
+            format_helpers.extract_stack(sys._getframe(1)) if self._debug else None
+        )
+        handle._il_actor = -1  # computed when a chooser or a decision reads it
         if self._creating:
             handle._il_cause = FIRST
-        elif type(callback).__name__ == "TaskStepMethWrapper" or (
-            getattr(callback, "__name__", "") in _STEP_NAMES
-        ):
-            handle._il_cause = YIELD  # a step queued by a running task: its bare yield
+            handle._il_budget = 0
         else:
-            handle._il_cause = self._cause
+            cls = type(callback)
+            kind = _CALLBACK_KINDS.get(cls)
+            if kind is None:
+                kind = _callback_kind(cls)
+            if kind == _STEP_WRAPPER:
+                # A step queued by a running task: its bare yield. Most steps are these,
+                # and this is the cheapest place to name their actor.
+                handle._il_cause = YIELD
+                handle._il_budget = self._fairness
+                task = callback.__self__  # type: ignore[attr-defined]
+                if type(task) is ControlledTask:
+                    handle._il_actor = task._il_id
+            elif kind == _BY_NAME and getattr(callback, "__name__", "") in _STEP_NAMES:
+                handle._il_cause = YIELD
+                handle._il_budget = self._fairness
+            else:
+                cause = handle._il_cause = self._cause
+                handle._il_budget = self._fairness if cause >= TIMED else 0
         self._ready.append(handle)
         return handle
 
@@ -396,6 +506,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         timer = _Timer(when, callback, args, self, context)
         self._timer_seq += 1
         timer._il_seq = self._timer_seq
+        timer._il_budget = 0
         heapq.heappush(self._scheduled, timer)
         timer._scheduled = True
         return timer
@@ -413,6 +524,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
             return self.call_soon(callback, *args, context=context)
         self.opaque = True
         handle = _Arrival(callback, args, self, context)
+        handle._il_budget = 0
         with self._inbox_lock:
             self._inbox.append(handle)
         self._inbox_event.set()
@@ -494,12 +606,32 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
             if handle._cancelled:
                 continue
             self._step += 1
-            if observer is None:
-                handle._run()
-            else:
+            if observer is not None:
                 observer(handle)
+            elif type(handle) is _Step:
+                # Handle._run, inlined (one Python frame less per step); timers and arrivals
+                # keep their own _run, which sets the cause of what they queue.
+                try:
+                    handle._context.run(handle._callback, *handle._args)
+                except (SystemExit, KeyboardInterrupt):
+                    raise
+                except BaseException as exc:
+                    _callback_failed(handle, exc)
+            else:
+                handle._run()
 
     def _consult(self) -> events.Handle | None:
+        """Take the next ready entry at a schedule point, asking the chooser when it is due.
+
+        The options are the ready entries a decision may pick, in stock order. An entry is
+        an option if every entry before it may be postponed: its cause is a bare yield, a
+        finished job or thread, or a timer (see the causes above), and it has been postponed
+        fewer than ``fairness`` times. The scan stops at the first entry that may not, and
+        after ``window`` entries. Advancing the clock postpones every ready entry past the
+        next timer, so it is offered only when every entry's wait could have lasted that
+        long: finished jobs and threads always (their latency is real), yields and timer
+        wakeups only when the timer is within the jitter window (loop lag).
+        """
         step = self._step
         if step >= self._max_steps:
             raise OverBudget(f"the run took more than {self._max_steps} steps")
@@ -511,7 +643,9 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         ready = self._ready
         chooser = self._chooser
         handle: events.Handle | None
-        if step + 1 >= chooser.consult_at:
+        if step + 1 < chooser.consult_at:
+            handle = ready.popleft()
+        else:
             while ready and ready[0]._cancelled:
                 ready.popleft()
             if not ready:
@@ -519,82 +653,110 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
                 self._ntodo = 0
                 return None
             if len(ready) == 1 and not self._scheduled:
-                handle = ready.popleft()
                 chooser.consult_at = max(chooser.consult_at, step + 2)
                 self._refresh_consult()
-                return handle
-            handles, can_advance = self._options()
-            actors = _Actors(handles)
-            if len(handles) == 1 and not can_advance:
+                only: events.Handle = ready.popleft()
+                return only
+            # The option scan reads one slot per entry (see _Step's invariant).
+            window = self._window
+            count = 0
+            skipped = 0
+            movable = True
+            ids: list[int] | None = None
+            if chooser.reads_actors:
+                # The same scan, also collecting every option's actor.
+                ids = []
+                append = ids.append
+                for entry in ready:
+                    budget = entry._il_budget
+                    if budget >= 0:
+                        actor = entry._il_actor
+                        append(actor if actor >= 0 else _actor_of(entry))
+                        count += 1
+                        if budget == 0:
+                            movable = False
+                            break
+                        if count == window:
+                            break
+                    else:
+                        skipped += 1
+                else:
+                    movable = count > 0
+            else:
+                for entry in ready:
+                    budget = entry._il_budget
+                    if budget > 0:
+                        count += 1
+                        if count == window:
+                            break
+                    elif budget == 0:
+                        count += 1
+                        movable = False
+                        break
+                    else:
+                        skipped += 1
+                else:
+                    movable = count > 0
+            # Option k is ready[k] unless a cancelled entry sits among the options.
+            handles: Sequence[Any] = ready
+            if skipped:
+                handles = [h for h in itertools.islice(ready, count + skipped) if not h._cancelled]
+            can_advance = False
+            if movable and not skipped and count == len(ready):
+                timer = self._pending_timer()
+                if timer is not None:
+                    can_advance = timer._when - self._now <= self._jitter or all(
+                        entry._il_cause == IO for entry in ready
+                    )
+            if count == 1 and not can_advance:
                 choice = 0
                 chooser.consult_at = max(chooser.consult_at, step + 2)
             else:
-                choice = chooser.choose(step + 1, actors, can_advance)
-            divergence = getattr(chooser, "divergence", None)
-            if divergence is not None:
-                self.divergence = divergence
-                raise Diverged(divergence)
+                if ids is not None:
+                    choice = chooser.choose(step + 1, ids, can_advance)
+                else:
+                    actors = self._actors
+                    actors._handles = handles
+                    actors._count = count
+                    choice = chooser.choose(step + 1, actors, can_advance)
+                    actors._handles = ()
+                if chooser.divergence is not None:
+                    self.divergence = chooser.divergence
+                    raise Diverged(chooser.divergence)
             if choice == 0:
                 handle = ready.popleft()
-            elif choice < len(handles):
-                handle = handles[choice]
-                ready.remove(handle)
-                postponed = self._postponed
-                for earlier in handles[:choice]:
-                    postponed[earlier] = postponed.get(earlier, 0) + 1
-                self.decisions.append(Decision(step + 1, READY, choice, actors[choice]))
+            elif choice < count:
+                if handles is ready:
+                    handle = ready[choice]
+                    del ready[choice]
+                    for earlier in itertools.islice(ready, choice):
+                        earlier._il_budget -= 1
+                else:
+                    handle = handles[choice]
+                    ready.remove(handle)
+                    for earlier in handles[:choice]:
+                        earlier._il_budget -= 1
+                actor = ids[choice] if ids is not None else _actor_of(handle)
+                self._decisions.extend((step + 1, READY, choice, actor))
             else:
                 # Postpone everything that is ready until the next timer has fired and the
                 # work it wakes has run: the ready tasks' awaits took that long.
-                postponed = self._postponed
                 for earlier in ready:
-                    postponed[earlier] = postponed.get(earlier, 0) + 1
+                    earlier._il_budget -= 1
                 self._parked.extend(ready)
                 ready.clear()
                 self._advance_requested = True
                 self._ntodo = 0
-                self.decisions.append(Decision(step + 1, READY, choice, 0))
+                self._decisions.extend((step + 1, READY, choice, 0))
                 handle = None
-        else:
-            handle = ready.popleft()
-        self._refresh_consult()
+        # _refresh_consult, inlined: this runs at every schedule point.
+        consult_at = chooser.consult_at - 1
+        if consult_at > self._max_steps:
+            consult_at = self._max_steps
+        if consult_at > self._slice_at:
+            consult_at = self._slice_at
+        self._consult_at = consult_at
         return handle
-
-    def _options(self) -> tuple[list[Any], bool]:
-        """The ready entries a decision may pick, in stock order, and whether it may advance.
-
-        An entry is an option if every entry before it may be postponed: its cause is a
-        bare yield, a finished job or thread, or a timer (see the causes above), and it has
-        been postponed fewer than ``fairness`` times. The scan stops at the first entry that
-        may not, and after ``window`` entries. Advancing the clock postpones every ready
-        entry past the next timer, so it is offered only when every entry's wait could have
-        lasted that long: finished jobs and threads always (their latency is real), yields
-        and timer wakeups only when the timer is within the jitter window (loop lag).
-        """
-        handles: list[Any] = []
-        append = handles.append
-        remaining = self._window
-        fairness = self._fairness
-        postponed = self._postponed
-        parkable = True
-        movable = False
-        for handle in self._ready:
-            if handle._cancelled:
-                continue
-            append(handle)
-            cause = handle._il_cause
-            movable = cause >= TIMED and not (postponed and postponed.get(handle, 0) >= fairness)
-            if cause != IO:
-                parkable = False
-            remaining -= 1
-            if not movable or not remaining:
-                break
-        can_advance = False
-        if movable and len(handles) == len(self._ready):
-            timer = self._pending_timer()
-            if timer is not None:
-                can_advance = parkable or timer._when - self._now <= self._jitter
-        return handles, can_advance
 
     def _pending_timer(self) -> _Timer | None:
         scheduled = self._scheduled
@@ -704,7 +866,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
                 raise Diverged(divergence)
             if choice:
                 pick = options[choice]
-                self.decisions.append(Decision(step, TIMER, choice, 0))
+                self._decisions.extend((step, TIMER, choice, 0))
         chosen = window[pick] if window else None
         for index, timer in enumerate(window):
             if index != pick:
