@@ -21,6 +21,8 @@ hits every column alike), in one process; the ratio is the time over ``stock``'s
 * ``exhaustive``: one schedule of the exhaustive search's chooser with no schedule budget, so it
   is consulted and records a schedule point at every step (internal API): the most any
   exhaustive schedule costs (with a budget it stops recording once it holds enough schedules).
+  Footprints for partial-order reduction (3.12+) are off here; ``harness_por.py`` measures
+  the reduction.
 * ``detangle.run``: the peer's one-schedule run in asyncio order (virtual time), if installed.
 
 Then per-step cost against the number of runnable tasks (random-walk chooser, every step a
@@ -92,7 +94,7 @@ def explore_one(workload: Workload, strategy: str) -> None:
 
 
 def exhaustive_run(workload: Workload) -> None:
-    chooser = ExhaustiveStrategy(bound=2).next_chooser()
+    chooser = ExhaustiveStrategy(bound=2, reduce=False).next_chooser()
     assert chooser is not None
     AsyncioBackend(workload, Settings(max_steps=MAX_STEPS)).run(chooser)
 

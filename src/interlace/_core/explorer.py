@@ -149,7 +149,8 @@ def shrink(
         return best, runs
     local()
     if len(best.decisions) > 1 and not spent():
-        search = ExhaustiveStrategy(bound=len(best.decisions) - 1)
+        # Without reduction: shrinking runs few schedules, and needs no footprints.
+        search = ExhaustiveStrategy(bound=len(best.decisions) - 1, reduce=False)
         while not spent():
             chooser = search.next_chooser()
             if chooser is None:
@@ -292,7 +293,7 @@ def explore_backend(
         result = backend.run(chooser)
         schedules += 1
         opaque = opaque or result.opaque
-        strategy.finished(chooser, result.steps)
+        strategy.finished(chooser, result.steps, result)
         if progress is not None:
             progress(schedules, max_schedules)
         if result.kind is not None:

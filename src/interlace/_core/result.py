@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from interlace._core.schedule import Decision
 
-__all__ = ("Exploration", "Failure", "FailureKind", "RunResult", "StepRecord")
+if TYPE_CHECKING:
+    from interlace._core.strategy import Chooser
+
+__all__ = ("Exploration", "Failure", "FailureKind", "RunModel", "RunResult", "StepRecord")
 
 FailureKind = Literal["exception", "deadlock", "hang"]
 
@@ -38,6 +41,22 @@ class StepRecord:
     deviation: str = ""
 
 
+class RunModel(Protocol):
+    """A passing run, recorded well enough to recognize schedules that only reorder its
+    independent steps (a backend attaches one when the chooser asks, see
+    ``Chooser.wants_model``)."""
+
+    def predict(self, chooser: Chooser) -> bool:
+        """Drive ``chooser`` through the run it would get, without running the target.
+
+        Returns True only if that run executes exactly this run's steps with every pair of
+        dependent steps in the same order: it then passes as this run did, and ``chooser``
+        has seen every schedule point it would have seen. Returns False when that cannot
+        be shown (the target must run); ``chooser`` is then spent.
+        """
+        ...
+
+
 @dataclass(slots=True)
 class RunResult:
     """What one run of the target under one chooser produced (backend -> engine)."""
@@ -51,6 +70,9 @@ class RunResult:
     divergence: str | None = None
     opaque: bool = False
     """Code ran outside the schedule (executor jobs, real threads): exhaustion proves less."""
+    model: RunModel | None = None
+    """For partial-order reduction: set by a backend that can predict reorderings of this
+    (passing) run, when the chooser asked for it."""
 
     def same_failure(self, other: RunResult) -> bool:
         """Whether two runs fail the same way (kind, and exception type for exceptions)."""

@@ -18,8 +18,11 @@ from typing import Any
 from interlace._core.result import RunResult, StepRecord
 from interlace._core.schedule import READY, Decision, Settings
 from interlace._core.strategy import Chooser
+from interlace.harness._footprint import AVAILABLE as FOOTPRINTS
+from interlace.harness._footprint import Tracer
 from interlace.harness._introspect import describe_task, is_library_file, location_of
 from interlace.harness._loop import Blocked, ControlledEventLoop, Diverged, OverBudget
+from interlace.harness._por import ModelRecorder
 
 __all__ = ("AsyncioBackend", "is_passthrough")
 
@@ -126,6 +129,15 @@ class AsyncioBackend:
         loop = ControlledEventLoop(chooser, self.settings)
         recorder = _Recorder(loop) if record else None
         loop.observer = recorder
+        modeller: ModelRecorder | None = None
+        tracer: Tracer | None = None
+        if chooser.wants_model and not record and FOOTPRINTS:
+            tracer = Tracer()
+            if tracer.start():
+                modeller = ModelRecorder(loop, tracer)
+                loop.observer = modeller
+            else:
+                tracer = None
         kind: Any = None
         exception: BaseException | None = None
         detail = ""
@@ -134,6 +146,8 @@ class AsyncioBackend:
         try:
             coro = self.target()
             main = loop.create_task(coro, name="main")
+            if modeller is not None:
+                modeller.begin()
             try:
                 loop.run_until_complete(main)
             except Blocked:
@@ -151,12 +165,18 @@ class AsyncioBackend:
                     kind = "exception"
                     exception = exc.with_traceback(_user_traceback(exc.__traceback__))
         finally:
+            if tracer is not None:
+                tracer.stop()
             steps = loop._step
+            model = None
+            if modeller is not None and kind is None and not loop.opaque and not loop.divergence:
+                model = modeller.model(self.settings)
             _cleanup(loop)
         if passthrough is not None:
             raise passthrough
         trace = tuple(recorder.records) if recorder is not None else ()
         return RunResult(
+            model=model,
             kind=kind,
             exception=exception,
             detail=detail,

@@ -121,6 +121,16 @@ A yield or a timer wakeup may lag past a later timer only by the jitter window (
 CANCELLED = -1
 """``_il_budget`` of a cancelled handle: the option scan skips it."""
 
+TIMER_CREATED = 0
+ENTRY_CANCELLED = 1
+"""Operations a recording loop logs in ``_log`` while a step runs (partial-order reduction)."""
+
+
+def _log_cancel(handle: Any) -> None:
+    log = handle._loop._log
+    if log is not None:
+        log.append((ENTRY_CANCELLED, handle))
+
 
 class _Step(events.Handle):
     """A ready handle that remembers why it became ready (one of the causes above).
@@ -150,6 +160,7 @@ class _Step(events.Handle):
             self._il_actor = _compute_actor(self)
         super().cancel()
         self._il_budget = CANCELLED
+        _log_cancel(self)
 
 
 class _Timer(events.TimerHandle):
@@ -168,6 +179,7 @@ class _Timer(events.TimerHandle):
     def cancel(self) -> None:
         super().cancel()
         self._il_budget = CANCELLED
+        _log_cancel(self)
 
     def _run(self) -> None:
         loop = self._loop
@@ -191,6 +203,7 @@ class _Arrival(events.Handle):
     def cancel(self) -> None:
         super().cancel()
         self._il_budget = CANCELLED
+        _log_cancel(self)
 
     def _run(self) -> None:
         loop = self._loop
@@ -394,6 +407,9 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         self.unhandled: list[dict[str, Any]] = []
         self.set_exception_handler(self._collect_exception)
         self.observer: Callable[[events.Handle], None] | None = None
+        self._log: list[tuple[int, Any]] | None = None
+        """While a run is recorded for partial-order reduction: the timers created and the
+        entries cancelled by the running step, in order."""
         self.divergence: str | None = None
 
     @property
@@ -507,6 +523,8 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         self._timer_seq += 1
         timer._il_seq = self._timer_seq
         timer._il_budget = 0
+        if self._log is not None:
+            self._log.append((TIMER_CREATED, timer))
         heapq.heappush(self._scheduled, timer)
         timer._scheduled = True
         return timer
