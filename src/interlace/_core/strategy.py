@@ -48,10 +48,17 @@ class Chooser:
     wants_model: bool = False
     """True if the strategy wants ``RunResult.model`` for partial-order reduction; a backend
     that can record one then pays for recording the run's footprints."""
+    counts_only: bool = False
+    """True if :meth:`choose` reads only how many options there are: a backend may then call
+    :meth:`choose_count` with the number instead (no sequence to build)."""
 
     def choose(self, step: int, actors: Sequence[int], can_advance: bool) -> int:
         """Pick which ready option runs at ``step`` (0 = stock)."""
         return 0
+
+    def choose_count(self, step: int, count: int, can_advance: bool) -> int:
+        """:meth:`choose` for a chooser that reads only the number of ready options."""
+        return self.choose(step, range(count), can_advance)
 
     def choose_timer(self, step: int, count: int) -> int:
         """Pick which of ``count`` timers due within the jitter window fires first."""
@@ -136,11 +143,16 @@ class _RandomWalkChooser(Chooser):
         self._random = rng.random
         self.consult_at = 0
 
+    counts_only = True
+
     def choose(self, step: int, actors: Sequence[int], can_advance: bool) -> int:
+        return self.choose_count(step, len(actors), can_advance)
+
+    def choose_count(self, step: int, count: int, can_advance: bool) -> int:
         self.consult_at = step + 1
         # int(random() * n) rather than randrange(n): a quarter of the cost, and the bias
         # (n / 2**53) is far below anything a schedule count could show.
-        return int(self._random() * (len(actors) + can_advance))
+        return int(self._random() * (count + can_advance))
 
     def choose_timer(self, step: int, count: int) -> int:
         return self._rng.randrange(count)
@@ -212,9 +224,14 @@ class _SparseDelayChooser(Chooser):
         u = self._rng.random()
         return 1 + int(math.log(1.0 - u) / math.log(1.0 - self._p)) if self._p < 1.0 else 1
 
+    counts_only = True
+
     def choose(self, step: int, actors: Sequence[int], can_advance: bool) -> int:
+        return self.choose_count(step, len(actors), can_advance)
+
+    def choose_count(self, step: int, count: int, can_advance: bool) -> int:
         self.consult_at = step + self._gap()
-        options = len(actors) + (1 if can_advance else 0)
+        options = count + (1 if can_advance else 0)
         return self._rng.randrange(1, options) if options > 1 else 0
 
     def choose_timer(self, step: int, count: int) -> int:
@@ -260,8 +277,13 @@ class _DFSChooser(Chooser):
         self.points.append(_Point(options, choice))
         return choice
 
+    counts_only = True
+
     def choose(self, step: int, actors: Sequence[int], can_advance: bool) -> int:
-        options = len(actors) + (1 if can_advance else 0)
+        return self.choose_count(step, len(actors), can_advance)
+
+    def choose_count(self, step: int, count: int, can_advance: bool) -> int:
+        options = count + (1 if can_advance else 0)
         choice = self._next(options) if options > 1 else 0
         if len(self.points) >= self._max_points:
             # The search already holds more schedules than its budget can run: the rest of

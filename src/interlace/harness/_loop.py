@@ -732,6 +732,8 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
             else:
                 if ids is not None:
                     choice = chooser.choose(step + 1, ids, can_advance)
+                elif chooser.counts_only:
+                    choice = chooser.choose_count(step + 1, count, can_advance)
                 else:
                     actors = self._actors
                     actors._handles = handles
