@@ -80,6 +80,10 @@ def plain():
     pass
 
 
+def generator():
+    yield
+
+
 async def needs_an_argument(value):
     pass
 """
@@ -323,13 +327,13 @@ def test_a_replay_that_diverges_exits_2_and_says_why(capsys: pytest.CaptureFixtu
                 module="scenarios",
                 name="nothing",
                 available=cli.MSG_AVAILABLE.format(
-                    names="correct, lock_order, lost_update, needs_an_argument, short"
+                    names="correct, lock_order, lost_update, needs_an_argument, plain, short"
                 ),
             ),
         ),
         (
-            ["replay", "scenarios:plain", "il1.x"],
-            "interlace replay: error: the target plain is a plain function",
+            ["replay", "scenarios:generator", "il1.x"],
+            "interlace replay: error: the target generator is a generator function",
         ),
         (
             ["explore", "scenarios:needs_an_argument"],

@@ -2,18 +2,29 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from interlace._core.explorer import ReplayHints, explore_backend, make_failure
+from interlace._core.explorer import Backend, ReplayHints, explore_backend, make_failure
 from interlace._core.result import Exploration, Failure
 from interlace._core.schedule import Settings, decode_token
-from interlace._core.strategy import STRATEGIES, ReplayChooser, make_strategy
+from interlace._core.strategy import (
+    STRATEGIES,
+    ExhaustiveStrategy,
+    PCTStrategy,
+    PortfolioStrategy,
+    ReplayChooser,
+    SparseDelayStrategy,
+    Strategy,
+    make_strategy,
+)
 from interlace.errors import ConfigError, InvalidTargetError, ReplayDivergedError
 from interlace.harness._asyncio_backend import AsyncioBackend
 from interlace.harness._introspect import ownership
+from interlace.harness._threads import ThreadsBackend, controlled_exploration
 
 __all__ = ("explore", "replay")
 
@@ -75,15 +86,56 @@ def check_target(target: Any) -> Callable[[], Any]:
                 "explore() calls it with no arguments once per schedule; wrap it, e.g. "
                 f"'async def scenario(): await {name}(...)', and explore the wrapper"
             )
-    if not inspect.iscoroutinefunction(target):
+    if inspect.isasyncgenfunction(target) or inspect.isgeneratorfunction(target):
         raise InvalidTargetError(
-            f"the target {name} is a plain function; this version of interlace explores "
-            "async def targets on its controlled event loop (controlled threads for plain "
-            "functions come in a later release). Make the scenario an 'async def', or run "
-            "the threaded code from it with 'await asyncio.to_thread(...)'"
+            f"the target {name} is a generator function: explore a plain function (its "
+            "threads run under control) or an async def function (on the controlled loop)"
         )
     checked: Callable[[], Any] = target
     return checked
+
+
+def _backend_name(target: Callable[[], Any]) -> str:
+    return "asyncio" if inspect.iscoroutinefunction(target) else "threads"
+
+
+@contextlib.contextmanager
+def _session(
+    target: Callable[[], Any], settings: Settings, instrument: tuple[str, ...]
+) -> Iterator[Backend]:
+    """The backend for ``settings.backend``, with what it needs installed while it runs."""
+    if settings.backend == "asyncio":
+        with ownership():
+            yield AsyncioBackend(target, settings)
+    else:
+        with controlled_exploration(instrument, target):
+            yield ThreadsBackend(target, settings)
+
+
+def _strategy(name: str, backend: str, seed: int, bound: int, depth: int, budget: int) -> Strategy:
+    """The named strategy; ``auto`` for threads is its own portfolio (measured, see below)."""
+    if name != "auto" or backend != "threads":
+        return make_strategy(name, seed, bound=bound, depth=depth, budget=budget)
+    # Threads have a schedule point at every line, so a uniform random walk switches
+    # threads almost every line and rarely keeps one preempted across a whole race
+    # window; sparse delays and PCT do (benchmarks/threads_find.py). Half the schedules
+    # go to the bounded exhaustive search, stock order first.
+    exhaustive = ExhaustiveStrategy(bound, budget // 2 + 1)
+    return PortfolioStrategy(
+        [exhaustive, SparseDelayStrategy(seed), exhaustive, PCTStrategy(seed + 1, depth)]
+    )
+
+
+def _check_instrument(instrument: object, source: str) -> tuple[str, ...]:
+    if isinstance(instrument, str) or not all(
+        isinstance(item, str) and item
+        for item in instrument  # type: ignore[attr-defined]
+    ):
+        raise ConfigError(
+            f"instrument={instrument!r} {source} is invalid: expected a list of module names "
+            "or paths, e.g. ['mypackage', 'src/vendored/']"
+        )
+    return tuple(instrument)  # type: ignore[arg-type]
 
 
 def _hints(target: Callable[..., Any]) -> ReplayHints:
@@ -109,16 +161,20 @@ def explore(
     max_seconds: float | None = None,
     progress: Callable[[int, int], None] | None = None,
     hints: ReplayHints | None = None,
+    instrument: Sequence[str] = (),
 ) -> Exploration:
     """Run ``target`` under many schedules and return the first failure, shrunk.
 
-    Every schedule runs the target on a fresh controlled event loop (virtual clock, no real
-    I/O). The first schedule is stock order; the strategy picks the others. A failure is
-    shrunk to the fewest deviations from stock order, then the fewest steps, replayed once
-    more to record its report, and returned with a replay token.
+    An ``async def`` target runs on a fresh controlled event loop per schedule (virtual
+    clock, no real I/O). A plain function runs with every thread it starts under control:
+    one thread at a time, switched at schedule points in the code under test and at every
+    blocking operation, with ``time.sleep`` and timeouts on a virtual clock. The first
+    schedule is stock order; the strategy picks the others. A failure is shrunk to the
+    fewest deviations from stock order, then the fewest steps, replayed once more to record
+    its report, and returned with a replay token.
 
     Args:
-        target: a zero-argument ``async def`` function (called once per schedule).
+        target: a zero-argument function, ``async def`` or plain (called once per schedule).
         strategy: ``"auto"`` (stock order and bounded exhaustive search on one schedule in
             four, a seeded random walk on the others), ``"random"``, ``"pct"``, ``"delay"``
             or ``"exhaustive"``.
@@ -133,12 +189,15 @@ def explore(
         progress: called with (schedules run, max_schedules) after each schedule.
         hints: how the report names the target in its replay lines (the pytest plugin and
             the command line pass their own).
+        instrument: for plain-function targets, modules (``"httpx"``) or path prefixes
+            whose code also gets schedule points; by default only code outside the
+            standard library and site-packages does.
 
     Returns:
         The :class:`~interlace.Exploration`: ``failure`` is None when every schedule passed.
 
     Raises:
-        InvalidTargetError: ``target`` is not a zero-argument ``async def`` function.
+        InvalidTargetError: ``target`` is not a zero-argument function.
         ConfigError: an argument is out of range.
     """
     source = "(explore() argument)"
@@ -158,19 +217,19 @@ def explore(
     jitter = _check_number("jitter", jitter, 0.0, source)
     if max_seconds is not None:
         max_seconds = _check_number("max_seconds", max_seconds, 0.0, source)
+    instrumented = _check_instrument(instrument, source)
     if seed is None:
         seed = random.SystemRandom().randrange(2**32)
     settings = Settings(
-        backend="asyncio",
+        backend=_backend_name(target),
         jitter_us=round(jitter * 1e6),
         max_steps=max_steps,
         max_time_us=round(max_time * 1e6),
     )
-    backend = AsyncioBackend(target, settings)
-    with ownership():
+    with _session(target, settings, instrumented) as backend:
         return explore_backend(
             backend,
-            make_strategy(strategy, seed, bound=bound, depth=depth, budget=max_schedules),
+            _strategy(strategy, settings.backend, seed, bound, depth, max_schedules),
             max_schedules=max_schedules,
             seed=seed,
             hints=hints or _hints(target),
@@ -180,7 +239,11 @@ def explore(
 
 
 def replay(
-    target: Callable[[], Any], token: str, *, hints: ReplayHints | None = None
+    target: Callable[[], Any],
+    token: str,
+    *,
+    hints: ReplayHints | None = None,
+    instrument: Sequence[str] = (),
 ) -> Failure | None:
     """Re-run exactly the schedule in ``token``.
 
@@ -196,13 +259,23 @@ def replay(
         ReplayTokenError: the token is malformed or from another interlace version.
         ReplayDivergedError: the program no longer offers a decision the schedule takes;
             the message names the step and the likely causes.
-        InvalidTargetError: ``target`` is not a zero-argument ``async def`` function.
+        InvalidTargetError: ``target`` is not a zero-argument function, or is an ``async
+            def`` function for a token made with a plain one (or the other way round).
     """
     check_target(target)
+    instrumented = _check_instrument(instrument, "(replay() argument)")
     settings, decisions = decode_token(token)
-    backend = AsyncioBackend(target, settings)
+    kind = _backend_name(target)
+    if kind != settings.backend:
+        made = "an async def" if settings.backend == "asyncio" else "a plain (threads)"
+        given = "an async def" if kind == "asyncio" else "a plain"
+        raise InvalidTargetError(
+            f"the token was made by exploring {made} function, but "
+            f"{getattr(target, '__qualname__', target)!r} is {given} function: replay the "
+            "token with the target it was made with"
+        )
     chooser = ReplayChooser(decisions, strict=True)
-    with ownership():
+    with _session(target, settings, instrumented) as backend:
         result = backend.run(chooser, record=True)
     if result.divergence is not None:
         raise ReplayDivergedError(f"replay diverged: {result.divergence}. {_DIVERGENCE_CAUSES}")

@@ -50,8 +50,8 @@ MSG_NO_MODULE = (
 MSG_NO_FILE = "cannot import {path!r}: no such file; check the path (relative to {cwd})"
 MSG_IMPORT_RAISED = "importing {module!r} raised {error}:"
 MSG_NO_FUNCTION = "module {module!r} has no attribute {name!r}; {available}"
-MSG_AVAILABLE = "its async def functions are: {names}"
-MSG_NONE_AVAILABLE = "it defines no async def functions"
+MSG_AVAILABLE = "its functions are: {names}"
+MSG_NONE_AVAILABLE = "it defines no functions"
 MSG_EXPLORE_FAILED = "found {article} {kind} after {schedules} ({seed_part}, {elapsed:.2f} s)"
 MSG_EXPLORE_PASSED = "no failure in {schedules} ({seed_part}{exhausted}, {elapsed:.2f} s)"
 MSG_EXHAUSTED = "; the bounded space was explored completely"
@@ -215,7 +215,9 @@ def _async_names(module: object) -> str:
     names = sorted(
         name
         for name, value in vars(module).items()
-        if inspect.iscoroutinefunction(value)
+        if inspect.isfunction(value)
+        and not inspect.isgeneratorfunction(value)
+        and not inspect.isasyncgenfunction(value)
         and getattr(value, "__module__", None) == getattr(module, "__name__", None)
     )
     return MSG_AVAILABLE.format(names=", ".join(names)) if names else MSG_NONE_AVAILABLE

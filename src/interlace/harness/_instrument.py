@@ -1,0 +1,406 @@
+"""Schedule points inside the code under test: where a controlled thread may be preempted.
+
+A thread may be preempted before every line of the code under test, and inside a line before
+a write to shared state (an attribute, a subscript, a global, a closure cell) that follows a
+read in the same line, so that ``self.count += 1`` can lose an update. Lock acquisitions the
+scheduler must see before they happen (``with lock:`` and ``lock.acquire(...)`` on the C
+locks of ``_thread``) are found in the bytecode and their lock is read back from the frame.
+
+Code under test is every Python file outside the standard library, site-packages and
+interlace's own engine; ``instrument`` widens it by module or path prefix. On Python 3.12+
+the points are ``sys.monitoring`` events enabled per code object (code outside the test pays
+nothing); on 3.11 they come from ``sys.settrace``, with opcode events only on lines that need
+a point inside the line.
+
+Everything here is mechanism; what a point *does* belongs to the controller (``_threads``).
+"""
+
+from __future__ import annotations
+
+import dis
+import os
+import sys
+import sysconfig
+import types
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ("UNKNOWN", "CallSite", "Plan", "Unknown", "evaluate", "is_under_test", "plan_for")
+
+_STDLIB = os.path.normcase(os.path.realpath(sysconfig.get_paths()["stdlib"])) + os.sep
+_PLATSTDLIB = os.path.normcase(os.path.realpath(sysconfig.get_paths()["platstdlib"])) + os.sep
+_INTERLACE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+_ENGINE = tuple(
+    os.path.normcase(os.path.join(_INTERLACE, part)) + os.sep
+    for part in ("harness", "_core", "linters")
+)
+_ENGINE_FILES = (os.path.normcase(os.path.join(_INTERLACE, "errors.py")),)
+
+# Writes to state another thread may read: a point before them when the same line read first.
+_WRITES = frozenset(
+    {
+        "STORE_ATTR",
+        "STORE_SUBSCR",
+        "STORE_SLICE",
+        "STORE_GLOBAL",
+        "STORE_DEREF",
+        "STORE_NAME",
+        "DELETE_ATTR",
+        "DELETE_SUBSCR",
+        "DELETE_GLOBAL",
+        "DELETE_DEREF",
+        "DELETE_NAME",
+    }
+)
+# Instructions that touch only the frame's own locals and stack: no point is needed after them.
+_LOCAL_ONLY = frozenset(
+    {
+        "CACHE",
+        "COPY",
+        "EXTENDED_ARG",
+        "LOAD_CONST",
+        "LOAD_FAST",
+        "LOAD_FAST_CHECK",
+        "LOAD_FAST_AND_CLEAR",
+        "LOAD_FAST_LOAD_FAST",
+        "LOAD_SMALL_INT",
+        "NOP",
+        "POP_TOP",
+        "PUSH_NULL",
+        "RESUME",
+        "STORE_FAST",
+        "STORE_FAST_LOAD_FAST",
+        "STORE_FAST_STORE_FAST",
+        "SWAP",
+        "KW_NAMES",
+        "PRECALL",
+        "NOT_TAKEN",
+    }
+)
+_BASE_LOADS = frozenset(
+    {"LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_DEREF", "LOAD_GLOBAL", "LOAD_NAME", "LOAD_CLOSURE"}
+)
+_SIMPLE_ARGS = frozenset(
+    {"LOAD_CONST", "LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_DEREF", "LOAD_GLOBAL", "LOAD_NAME"}
+)
+# Methods of the C locks whose call the controller must see before it happens.
+LOCK_METHODS = frozenset({"acquire", "acquire_lock", "release", "release_lock", "__enter__"})
+
+
+class Unknown(Exception):
+    """A recipe could not be evaluated without side effects."""
+
+
+UNKNOWN = Unknown()
+
+Recipe = tuple[tuple[str, Any], ...]
+"""A side-effect-free way to recompute a value from a frame: a base load, then attributes."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallSite:
+    """A call of a lock method: ``receiver.method(args)``, readable back from the frame."""
+
+    receiver: Recipe | None
+    method: str
+    args: tuple[Recipe, ...] | None
+    """Positional then keyword argument recipes, or None when an argument is not simple."""
+    kwnames: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What the controller needs to know about one code object of the code under test.
+
+    Attributes:
+        inline: offsets of points inside a line (before a write that follows a read).
+        withs: ``BEFORE_WITH`` offsets and the recipe of their context manager.
+        calls: offsets of lock-method calls and how to read receiver and arguments.
+        opcode_lines: lines holding any of the above (3.11 traces opcodes only there).
+    """
+
+    inline: frozenset[int]
+    withs: dict[int, Recipe]
+    calls: dict[int, CallSite]
+    opcode_lines: frozenset[int]
+
+    @property
+    def offsets(self) -> frozenset[int]:
+        return self.inline | self.withs.keys() | self.calls.keys()
+
+
+_NO_PLAN = Plan(frozenset(), {}, {}, frozenset())
+_under_test: dict[str, bool] = {}
+_plans: dict[types.CodeType, Plan | None] = {}
+_widen: tuple[str, ...] = ()
+
+
+def set_instrumented(prefixes: Sequence[str]) -> None:
+    """Also place points in modules (``pkg``, ``pkg.sub``) or paths starting with these."""
+    global _widen
+    normalized = tuple(sorted(set(prefixes)))
+    if normalized != _widen:
+        _widen = normalized
+        _under_test.clear()
+        _plans.clear()
+
+
+def _widened(path: str) -> bool:
+    for prefix in _widen:
+        if os.sep in prefix or prefix.endswith(".py"):
+            if path.startswith(os.path.normcase(os.path.realpath(prefix))):
+                return True
+            continue
+        parts = prefix.split(".")
+        needle = os.sep + os.sep.join(parts)
+        if needle + os.sep in path or path.endswith(needle + ".py"):
+            return True
+    return False
+
+
+def is_under_test(filename: str) -> bool:
+    """True for files whose code gets schedule points (see the module docstring)."""
+    known = _under_test.get(filename)
+    if known is not None:
+        return known
+    if filename.startswith("<"):
+        # Frozen modules, and code compiled from strings: dataclass and namedtuple methods
+        # among it, which run inside the scheduler itself. Opt in with instrument=["<string>"].
+        result = filename in _widen
+    else:
+        path = os.path.normcase(os.path.realpath(filename))
+        library = (
+            path.startswith((_STDLIB, _PLATSTDLIB))
+            or "site-packages" in path.split(os.sep)
+            or "dist-packages" in path.split(os.sep)
+            or path.startswith(_ENGINE)
+            or path in _ENGINE_FILES
+        )
+        result = not library or _widened(path)
+    _under_test[filename] = result
+    return result
+
+
+def plan_for(code: types.CodeType) -> Plan | None:
+    """The code object's plan, or None when it is not code under test."""
+    try:
+        return _plans[code]
+    except KeyError:
+        pass
+    plan: Plan | None = None
+    if is_under_test(code.co_filename):
+        try:
+            plan = _make_plan(code)
+        except Exception:  # never let our bytecode reading break the user's code
+            plan = _NO_PLAN
+    _plans[code] = plan
+    return plan
+
+
+def _is_method_load(instr: dis.Instruction) -> bool:
+    if instr.opname == "LOAD_METHOD":
+        return True
+    return (
+        instr.opname == "LOAD_ATTR"
+        and sys.version_info >= (3, 12)
+        and instr.arg is not None
+        and bool(instr.arg & 1)
+    )
+
+
+def _base(instr: dis.Instruction) -> tuple[str, Any] | None:
+    if instr.opname not in _BASE_LOADS:
+        return None
+    name = instr.argval
+    if instr.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
+        return ("global" if instr.opname == "LOAD_GLOBAL" else "name", name)
+    return ("local", name)
+
+
+def _chain_ending_at(instrs: list[dis.Instruction], end: int) -> tuple[Recipe, int] | None:
+    """The recipe of a ``name.attr.attr`` load chain whose last instruction is ``end``."""
+    attrs: list[str] = []
+    index = end
+    while index >= 0 and instrs[index].opname == "LOAD_ATTR" and not _is_method_load(instrs[index]):
+        attrs.append(str(instrs[index].argval))
+        index -= 1
+    if index < 0:
+        return None
+    base = _base(instrs[index])
+    if base is None:
+        return None
+    return (base, *(("attr", a) for a in reversed(attrs))), index
+
+
+def _arg_recipe(instr: dis.Instruction) -> list[Recipe] | None:
+    if instr.opname == "LOAD_CONST":
+        return [(("const", instr.argval),)]
+    if instr.opname == "LOAD_SMALL_INT":
+        return [(("const", instr.argval),)]
+    if instr.opname == "LOAD_FAST_LOAD_FAST":
+        first, second = instr.argval
+        return [(("local", first),), (("local", second),)]
+    base = _base(instr)
+    return [(base,)] if base is not None and instr.opname in _SIMPLE_ARGS else None
+
+
+def _kwnames(code: types.CodeType, instr: dis.Instruction) -> tuple[str, ...]:
+    value = instr.argval
+    if not isinstance(value, tuple) and instr.arg is not None:
+        value = code.co_consts[instr.arg]  # 3.11's dis leaves KW_NAMES unresolved
+    return tuple(str(name) for name in value)
+
+
+def _call_site(code: types.CodeType, instrs: list[dis.Instruction], index: int) -> CallSite | None:
+    """Read ``receiver.method(args)`` backwards from the CALL at ``index``, if it is one."""
+    call = instrs[index]
+    argc = call.arg or 0
+    kwnames: tuple[str, ...] = ()
+    j = index - 1
+    if call.opname == "CALL_KW" and j >= 0 and instrs[j].opname == "LOAD_CONST":
+        kwnames = _kwnames(code, instrs[j])
+        j -= 1
+    while j >= 0 and instrs[j].opname in ("PRECALL", "KW_NAMES"):
+        if instrs[j].opname == "KW_NAMES":
+            kwnames = _kwnames(code, instrs[j])
+        j -= 1
+    args: list[Recipe] | None = []
+    count = 0
+    while count < argc and j >= 0:
+        recipes = _arg_recipe(instrs[j])
+        if recipes is None:
+            args = None
+            break
+        assert args is not None
+        args[:0] = recipes
+        count += len(recipes)
+        j -= 1
+    if args is None:
+        # Skip the arguments we cannot read to find the method load (a simple scan back).
+        while j >= 0 and not _is_method_load(instrs[j]):
+            if instrs[j].opname in ("CALL", "CALL_KW", "BEFORE_WITH") or instrs[j].starts_line:
+                return None
+            j -= 1
+    if j < 0 or not _is_method_load(instrs[j]):
+        return None
+    method = str(instrs[j].argval)
+    if method not in LOCK_METHODS:
+        return None
+    chain = _chain_ending_at(instrs, j - 1) if j >= 1 else None
+    receiver = chain[0] if chain is not None else None
+    return CallSite(receiver, method, tuple(args) if args is not None else None, kwnames)
+
+
+def _make_plan(code: types.CodeType) -> Plan:
+    try:
+        instrs = list(dis.get_instructions(code))
+    except Exception:  # a code object dis cannot read: lines only
+        return _NO_PLAN
+    inline: set[int] = set()
+    withs: dict[int, Recipe] = {}
+    calls: dict[int, CallSite] = {}
+    lines: set[int] = set()
+    read_in_line = False
+    line = code.co_firstlineno
+    for index, instr in enumerate(instrs):
+        if instr.starts_line is not None and instr.starts_line is not False:
+            read_in_line = False
+            if sys.version_info >= (3, 13):
+                line = instr.line_number or line
+            else:
+                line = int(instr.starts_line)
+        name = instr.opname
+        if name in _WRITES and read_in_line:
+            inline.add(instr.offset)
+            lines.add(line)
+        elif name == "BEFORE_WITH":
+            chain = _chain_ending_at(instrs, index - 1) if index else None
+            if chain is not None:
+                withs[instr.offset] = chain[0]
+                lines.add(line)
+        elif name in ("CALL", "CALL_KW"):
+            site = _call_site(code, instrs, index)
+            if site is not None:
+                calls[instr.offset] = site
+                lines.add(line)
+        if name not in _LOCAL_ONLY and name not in _WRITES:
+            read_in_line = True
+    if not (inline or withs or calls):
+        return _NO_PLAN
+    return Plan(frozenset(inline), withs, calls, frozenset(lines))
+
+
+def _static_attr(obj: Any, name: str) -> Any:
+    """``getattr`` without running user code: instance dict, slots, plain class attributes."""
+    if isinstance(obj, types.ModuleType):
+        try:
+            return vars(obj)[name]
+        except KeyError:
+            raise UNKNOWN from None
+    try:
+        instance_dict = object.__getattribute__(obj, "__dict__")
+    except AttributeError:
+        instance_dict = None
+    mro = obj.__mro__ if isinstance(obj, type) else type(obj).__mro__
+    found: Any = UNKNOWN
+    for klass in mro:
+        if name in vars(klass):
+            found = vars(klass)[name]
+            break
+    if isinstance(obj, type):
+        if found is UNKNOWN or hasattr(type(found), "__get__"):
+            # Class attributes through descriptors (classmethod, property) may run code.
+            if isinstance(found, (types.FunctionType, types.BuiltinFunctionType)):
+                return found
+            raise UNKNOWN
+        return found
+    descriptor = type(found)
+    data_descriptor = found is not UNKNOWN and hasattr(descriptor, "__set__")
+    if isinstance(instance_dict, dict) and name in instance_dict and not data_descriptor:
+        return instance_dict[name]
+    if found is UNKNOWN:
+        raise UNKNOWN
+    if isinstance(
+        found,
+        (types.MemberDescriptorType, types.MethodDescriptorType, types.FunctionType),
+    ):
+        return found.__get__(obj, type(obj))
+    if hasattr(descriptor, "__get__"):
+        raise UNKNOWN  # a property or custom descriptor: reading it may run code
+    return found
+
+
+def evaluate(recipe: Recipe, frame: types.FrameType) -> Any:
+    """Recompute a recipe's value in ``frame`` without side effects, or raise ``Unknown``."""
+    kind, name = recipe[0]
+    if kind == "const":
+        value = name
+    elif kind == "local":
+        local_vars = frame.f_locals
+        if name not in local_vars:
+            raise UNKNOWN
+        value = local_vars[name]
+    else:
+        if name in frame.f_globals:
+            value = frame.f_globals[name]
+        elif kind == "name" and name in frame.f_locals:
+            value = frame.f_locals[name]
+        else:
+            builtins = frame.f_builtins
+            if name not in builtins:
+                raise UNKNOWN
+            value = builtins[name]
+    for _, attr in recipe[1:]:
+        value = _static_attr(value, attr)
+    return value
+
+
+def user_frame(frame: types.FrameType | None) -> types.FrameType | None:
+    """The innermost frame of code under test at or above ``frame``."""
+    while frame is not None and not is_under_test(frame.f_code.co_filename):
+        frame = frame.f_back
+    return frame
+
+
+Callback = Callable[..., Any]

@@ -1,0 +1,1445 @@
+"""Controlled threads: every thread the target starts runs one at a time, under the engine.
+
+The model (docs/harness.md has the long form):
+
+* Threads are real OS threads that pass a baton: only the thread holding it runs code under
+  test; the others wait on a private lock. Which thread holds it is decided at *schedule
+  points*: before every line of the code under test and before writes that follow a read in
+  the same line (``_instrument``), and at every blocking operation.
+* Stock order is what a GIL interpreter does with no preemption: the running thread goes on
+  until it blocks or ends, then the thread that has waited longest runs. A time slice
+  (``Settings.time_slice`` points) forces a switch to the longest-waiting thread, as the GIL's
+  switch interval does, so a correct spin-wait always sees progress. Any other switch is a
+  deviation (``needs thread preemption``).
+* Blocking operations never block for real: ``threading`` and ``queue`` primitives (also
+  ones created before exploration) and the C locks of ``_thread`` are checked before they
+  would block, and the thread parks in the scheduler instead. ``time.sleep`` and timeouts run
+  on a virtual clock that jumps when every thread waits.
+* Nothing can run and no timeout is pending: a deadlock, reported as a wait-for graph.
+"""
+
+from __future__ import annotations
+
+import _thread
+import collections
+import contextlib
+import itertools
+import queue
+import selectors
+import sys
+import threading
+import time
+import types
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from interlace._core.result import RunResult, StepRecord
+from interlace._core.schedule import READY, Decision, Settings
+from interlace._core.strategy import Chooser
+from interlace.errors import UnsupportedOperationError
+from interlace.harness import _instrument
+from interlace.harness._instrument import Unknown, evaluate, plan_for
+
+__all__ = ("ThreadsBackend", "controlled_exploration")
+
+_allocate_lock = _thread.allocate_lock
+_get_ident = _thread.get_ident
+_LOCK = _thread.LockType
+_RLOCK: type = _thread.RLock
+LOCK_TYPES = (_LOCK, _RLOCK)
+
+_real_sleep = time.sleep
+_real_monotonic = time.monotonic
+_real_time = time.time
+
+_RUNNABLE, _BLOCKED, _DONE = 0, 1, 2
+_POLL_SECONDS = 0.25
+_STALL_SECONDS = 20.0
+_TRACE_LIMIT = 400
+_UNWIND_SECONDS = 5.0
+_EPOCH_MONOTONIC = 1_000.0
+_EPOCH_WALL = 1_700_000_000.0
+"""Virtual clocks start here in every run, so a schedule reads the same times every run."""
+
+
+class _Abort(BaseException):
+    """Unwinds a controlled thread once its run is over (a failure, an interrupt, the end)."""
+
+
+class _Thread:
+    """One controlled thread: its place in the schedule and what it waits for."""
+
+    __slots__ = (
+        "aborted",
+        "actor",
+        "busy",
+        "ctl",
+        "daemon",
+        "deadline",
+        "ident",
+        "name",
+        "note",
+        "park",
+        "predicate",
+        "resumed",
+        "segment",
+        "since",
+        "status",
+        "steps",
+        "thread",
+        "timed_out",
+        "uncertain",
+        "waiting",
+    )
+
+    def __init__(
+        self,
+        ctl: Controller,
+        actor: int,
+        name: str,
+        thread: threading.Thread | None,
+        daemon: bool,
+    ) -> None:
+        self.ctl = ctl
+        self.actor = actor
+        self.name = name
+        self.thread = thread
+        self.daemon = daemon
+        self.park = _allocate_lock()
+        self.park.acquire()
+        self.status = _RUNNABLE
+        self.predicate: Callable[[], bool] | None = None
+        self.waiting: tuple[str, Any] | None = None
+        self.deadline: int | None = None
+        self.timed_out = False
+        self.uncertain = False
+        self.aborted = False
+        self.ident: int | None = None
+        self.since = 0
+        self.steps = 0
+        self.resumed = ""
+        self.segment = 1
+        self.note = ""
+        self.busy = False
+
+
+class _Local(threading.local):
+    thread: _Thread | None = None
+
+
+_local = _Local()
+
+
+def _current() -> _Thread | None:
+    return _local.thread
+
+
+class Controller:
+    """The scheduler of one run: who holds the baton, the virtual clock, the decisions."""
+
+    def __init__(self, chooser: Chooser, settings: Settings, record: bool) -> None:
+        self.chooser = chooser
+        self.settings = settings
+        self.step = 0
+        self.slice_end = settings.time_slice
+        self.attention = 0
+        self.threads: list[_Thread] = []
+        self.current: _Thread | None = None
+        self.now = 0
+        self.decisions: list[Decision] = []
+        self.failure: tuple[str, BaseException | None, str] | None = None
+        self.passthrough: BaseException | None = None
+        self.aborting = False
+        self.done = _allocate_lock()
+        self.done.acquire()
+        self.record = record
+        self.records: collections.deque[StepRecord] = collections.deque(maxlen=_TRACE_LIMIT)
+        self.owners: dict[int, _Thread] = {}
+        self.error: BaseException | None = None
+        self._refresh()
+
+    # -- bookkeeping -------------------------------------------------------------------------
+
+    def add(self, name: str, thread: threading.Thread | None, daemon: bool) -> _Thread:
+        t = _Thread(self, len(self.threads), name, thread, daemon)
+        t.since = self.step
+        self.threads.append(t)
+        return t
+
+    def _refresh(self) -> None:
+        if self.aborting:
+            self.attention = 0
+            return
+        self.attention = min(self.chooser.consult_at, self.slice_end, self.settings.max_steps + 1)
+
+    def _can_run(self, t: _Thread) -> bool:
+        if t.status == _RUNNABLE:
+            return True
+        if t.status != _BLOCKED:
+            return False
+        if t.timed_out:
+            return True
+        predicate = t.predicate
+        return predicate is not None and predicate()
+
+    def _order(self, t: _Thread) -> list[_Thread]:
+        """Every other thread, round-robin after ``t`` (the order options are offered in)."""
+        threads = self.threads
+        index = t.actor
+        return threads[index + 1 :] + threads[:index]
+
+    def _earliest_deadline(self) -> int | None:
+        deadlines = [
+            u.deadline
+            for u in self.threads
+            if u.status == _BLOCKED and u.deadline is not None and not u.timed_out
+        ]
+        return min(deadlines) if deadlines else None
+
+    def _tick(self, microseconds: int) -> None:
+        """Let ``microseconds`` of virtual time pass; waits whose timeout passed may run."""
+        self.now += microseconds
+        if self.now > self.settings.max_time_us:
+            raise _OverBudget(f"the virtual-time budget ({self.settings.max_time_us / 1e6:g} s)")
+        for u in self.threads:
+            if u.status == _BLOCKED and u.deadline is not None and u.deadline <= self.now:
+                u.timed_out = True
+
+    def _advance_clock(self) -> bool:
+        """Jump to the earliest timeout and wake whoever it belongs to; False if none."""
+        deadline = self._earliest_deadline()
+        if deadline is None:
+            return False
+        if deadline > self.settings.max_time_us:
+            self.now = self.settings.max_time_us
+            raise _OverBudget(f"the virtual-time budget ({self.settings.max_time_us / 1e6:g} s)")
+        self.now = max(self.now, deadline)
+        for u in self.threads:
+            if u.status == _BLOCKED and u.deadline is not None and u.deadline <= self.now:
+                u.timed_out = True
+        return True
+
+    # -- where a thread is, for reports -----------------------------------------------------
+
+    def location(self, t: _Thread) -> str:
+        if t.ident is None:
+            return ""
+        frame = sys._current_frames().get(t.ident)
+        frame = _instrument.user_frame(frame)
+        if frame is None:
+            return ""
+        return f"{_short(frame.f_code.co_filename)}:{frame.f_lineno}"
+
+    def _note_switch(self, t: _Thread, u: _Thread, why: str) -> None:
+        """Record the segment ``t`` ran (it stops here) for the report; ``u`` starts one."""
+        if not self.record:
+            return
+        self.close_segment(t, f"{_here()} {why}".strip())
+        decisions = self.decisions
+        u.note = ""
+        if decisions and decisions[-1].step == self.step and t.status == _RUNNABLE:
+            u.note = f"preempts {t.name} (thread preemption)"
+        elif decisions and decisions[-1].step == self.step:
+            u.note = "runs before the other threads that could (thread scheduling)"
+        u.segment = self.step + 1
+        u.resumed = self.location(u) if u.ident is not None else ""
+
+    def close_segment(self, t: _Thread, suspended: str) -> None:
+        action = "resumed" if t.resumed else "ran"
+        self.records.append(StepRecord(t.segment, t.name, action, t.resumed, suspended, t.note))
+
+    # -- the hot path --------------------------------------------------------------------------
+
+    def attend(self, t: _Thread) -> None:
+        """A schedule point in the running thread ``t`` needs a look (consult, slice, budget)."""
+        if t.busy:
+            return  # a point inside the scheduler itself (user code it called): not a point
+        t.busy = True
+        try:
+            self._attend(t)
+        finally:
+            t.busy = False
+
+    def _attend(self, t: _Thread) -> None:
+        if self.aborting:
+            self._abort_point(t)
+            return
+        step = self.step
+        if step > self.settings.max_steps:
+            self._fail_from(
+                t,
+                "hang",
+                None,
+                self._hang_detail(f"the step budget ({self.settings.max_steps} steps)"),
+            )
+            return
+        try:
+            if step >= self.slice_end:
+                # A time slice of points takes (at least) a microsecond a point: the clock
+                # moves, so a spin-wait on a sleeping thread ends, and any longer wait
+                # (a timeout) never fires merely because a thread computed.
+                self.slice_end = step + self.settings.time_slice
+                self._tick(self.settings.time_slice)
+                others = [u for u in self._order(t) if self._can_run(u)]
+                if others:
+                    target = min(others, key=lambda u: u.since)
+                    self._switch(t, target, "(time slice)")
+                return
+            if step < self.chooser.consult_at:
+                return
+            others = [u for u in self._order(t) if self._can_run(u)]
+            if not others:
+                return  # nothing to choose between; the chooser is asked at the next point
+            options = [t, *others]
+            # No "advance the clock" option: computing takes no virtual time, so a timeout
+            # elsewhere never fires in the middle of a thread's work (no false alarms from
+            # timing no real machine shows); the clock moves when every thread waits.
+            choice = self.chooser.choose(step, [o.actor for o in options], False)
+            if not 0 <= choice < len(options):
+                choice = 0
+            if choice:
+                self.decisions.append(Decision(step, READY, choice, options[choice].actor))
+                self._switch(t, options[choice], "(preempted)")
+        except _OverBudget as exc:
+            self._fail_from(t, "hang", None, self._hang_detail(str(exc)))
+        finally:
+            self._refresh()
+
+    def _switch(self, t: _Thread, u: _Thread, why: str) -> None:
+        """Hand the baton from the running ``t`` (which stays as it is) to ``u``; wait."""
+        self._note_switch(t, u, why)
+        t.since = self.step
+        if u.status == _BLOCKED:
+            u.status = _RUNNABLE
+        self.current = u
+        self.slice_end = self.step + self.settings.time_slice
+        u.park.release()
+        self._park(t)
+
+    def _park(self, t: _Thread) -> None:
+        """Wait for the baton; once the run is over, unwind (raise ``_Abort``) when woken."""
+        if t.aborted:
+            raise _Abort
+        waited = 0.0
+        last = self.step
+        while not t.park.acquire(timeout=_POLL_SECONDS):
+            waited = waited + _POLL_SECONDS if self.step == last else 0.0
+            last = self.step
+            if waited >= _STALL_SECONDS and t.actor == 0 and not self.aborting:
+                self._stalled()
+        if self.aborting:
+            t.aborted = True
+            raise _Abort
+
+    def _stalled(self) -> None:
+        import traceback
+
+        current = self.current
+        where = self.location(current) if current is not None else "?"
+        name = current.name if current is not None else "?"
+        frame = sys._current_frames().get(current.ident) if current and current.ident else None
+        stack = "".join(traceback.format_stack(frame)[-6:]) if frame is not None else ""
+        self.error = UnsupportedOperationError(
+            f"thread {name!r} ran for {_STALL_SECONDS:g} s at {where} without reaching a "
+            "schedule point: it is blocked outside interlace's control (real I/O, a lock "
+            "reached through an expression interlace cannot read, or a C extension). Run "
+            "the blocking part outside the explored target, or use the threading/queue "
+            "primitives, which interlace controls" + (f". Where it is:\n{stack}" if stack else "")
+        )
+        self._abort()
+
+    # -- blocking ---------------------------------------------------------------------------------
+
+    def block(
+        self,
+        t: _Thread,
+        predicate: Callable[[], bool] | None,
+        waiting: tuple[str, Any],
+        timeout: float | None = None,
+        *,
+        uncertain: bool = False,
+    ) -> bool:
+        """Park ``t`` until ``predicate()`` holds (True) or the virtual timeout passes (False)."""
+        if self.aborting:
+            if predicate is not None and predicate():
+                return True
+            self._abort_point(t)
+            raise _Abort
+        if _called_from_user_code():
+            self.step += 1
+            self._point_before_block(t)
+        if predicate is not None and predicate():
+            return True
+        deadline = None if timeout is None else self.now + max(0, round(timeout * 1e6))
+        if deadline is not None and deadline <= self.now and timeout is not None and timeout <= 0:
+            return False
+        t.status = _BLOCKED
+        t.predicate = predicate
+        t.waiting = waiting
+        t.deadline = deadline
+        t.timed_out = False
+        t.uncertain = uncertain
+        try:
+            self._schedule(t, f"(waits: {_describe_wait(waiting)})")
+        finally:
+            t.status = _RUNNABLE if t.status != _DONE else t.status
+            t.predicate = None
+            t.waiting = None
+            t.deadline = None
+            t.uncertain = False
+        timed_out = t.timed_out
+        t.timed_out = False
+        if timed_out and predicate is not None and predicate():
+            return True
+        return not timed_out
+
+    def _point_before_block(self, t: _Thread) -> None:
+        if self.step >= self.attention:
+            self.attend(t)
+
+    def _schedule(self, t: _Thread, why: str) -> None:
+        """``t`` blocked or ended: run another thread (or the clock); ``t`` waits if blocked."""
+        self.step += 1
+        try:
+            while True:
+                candidates = [u for u in (*self._order(t), t) if self._can_run(u)]
+                if candidates:
+                    break
+                if not self._advance_clock():
+                    self._nothing_can_run(t)
+                    return
+            choice = 0
+            if len(candidates) > 1 and self.step >= self.chooser.consult_at:
+                choice = self.chooser.choose(self.step, [u.actor for u in candidates], False)
+                if not 0 <= choice < len(candidates):
+                    choice = 0
+                if choice:
+                    self.decisions.append(
+                        Decision(self.step, READY, choice, candidates[choice].actor)
+                    )
+        except _OverBudget as exc:
+            self._fail_from(t, "hang", None, self._hang_detail(str(exc)))
+            return
+        finally:
+            self._refresh()
+        u = candidates[choice]
+        if u is t:
+            return
+        if t.status == _DONE:
+            self._note_switch(t, u, why)
+            if u.status == _BLOCKED:
+                u.status = _RUNNABLE
+            self.current = u
+            self.slice_end = self.step + self.settings.time_slice
+            self._refresh()
+            u.park.release()
+            return
+        self._switch(t, u, why)
+        self._refresh()
+
+    def _nothing_can_run(self, t: _Thread) -> None:
+        alive = [u for u in self.threads if u.status != _DONE]
+        main = self.threads[0]
+        if not alive:
+            self._finish_run()
+            return
+        if main.status == _DONE and all(u.daemon for u in alive):
+            self._finish_run()  # daemon threads waiting forever when the program ends: fine
+            if t.status != _DONE:
+                self._park(t)
+            return
+        if any(u.uncertain for u in alive):
+            self.error = UnsupportedOperationError(
+                "every thread waits, but one waits in a lock acquire whose arguments "
+                "interlace could not read (a timeout may end it): "
+                + "; ".join(f"{u.name} at {self.location(u)}" for u in alive if u.uncertain)
+                + ". Pass blocking/timeout as constants or local variables"
+            )
+            self._abort()
+            if t.status != _DONE:
+                self._park(t)
+            return
+        self._fail_from(t, "deadlock", None, self._deadlock_detail())
+
+    # -- ends of runs ------------------------------------------------------------------------------
+
+    def _finish_run(self) -> None:
+        """Every thread ended (or only daemon threads wait): wake the coordinator."""
+        self.aborting = True
+        self._refresh()
+        self._wake_coordinator()
+
+    def _wake_coordinator(self) -> None:
+        main = self.threads[0]
+        if main.status != _DONE:
+            if main.park.locked() and self.current is not main:
+                self.current = main
+                main.park.release()
+        elif self.done.locked():
+            self.done.release()
+
+    def _abort(self) -> None:
+        self.aborting = True
+        self._refresh()
+        self._wake_coordinator()
+
+    def fail(self, kind: str, exc: BaseException | None, detail: str) -> None:
+        if self.failure is None and self.error is None:
+            self.failure = (kind, exc, detail)
+        self._abort()
+
+    def _fail_from(self, t: _Thread, kind: str, exc: BaseException | None, detail: str) -> None:
+        """A failure seen in the running thread ``t``: stop the run; ``t`` unwinds."""
+        self.fail(kind, exc, detail)
+        if t.status == _DONE:
+            return
+        if t.actor != 0:
+            self._park(t)
+        t.aborted = True
+        raise _Abort
+
+    def _abort_point(self, t: _Thread) -> None:
+        if not t.aborted:
+            t.aborted = True
+            raise _Abort
+
+    def thread_ended(self, t: _Thread, exc: BaseException | None) -> None:
+        """``t``'s target returned (exc None) or raised: mark it done and pass the baton."""
+        if exc is not None and not self.aborting:
+            self.fail(
+                "exception",
+                exc,
+                f"The exception escaped thread {t.name!r} (threading.excepthook would print it "
+                "and the thread would die).",
+            )
+        t.status = _DONE
+        if self.aborting:
+            return
+        self._schedule(t, "(finished)" if exc is None else f"(raised {type(exc).__name__})")
+
+    # -- reports ----------------------------------------------------------------------------------
+
+    def _deadlock_detail(self) -> str:
+        lines = ["No thread can run and no timeout is pending. Waiting:"]
+        for u in self.threads:
+            if u.status == _DONE:
+                continue
+            where = self.location(u) or "?"
+            text = f"  {u.name} at {where}"
+            if u.waiting is not None:
+                text += f" waits for {_describe_wait(u.waiting)}"
+                holder = self._holder(u.waiting)
+                if holder is not None and u.waiting[0] == "lock":
+                    text += f", held by {holder.name}"
+            lines.append(text)
+        cycle = self._cycle()
+        if cycle:
+            lines.append("Wait-for cycle: " + " -> ".join(u.name for u in cycle))
+        return "\n".join(lines)
+
+    def _holder(self, waiting: tuple[str, Any]) -> _Thread | None:
+        kind, obj = waiting
+        if kind == "lock":
+            owner = self.owners.get(id(obj))
+            if owner is not None and owner.status != _DONE and _is_locked(obj):
+                return owner
+        if kind == "join":
+            target = obj
+            return target if isinstance(target, _Thread) and target.status != _DONE else None
+        return None
+
+    def _cycle(self) -> list[_Thread]:
+        for start in self.threads:
+            seen: list[_Thread] = []
+            node: _Thread | None = start
+            while node is not None and node not in seen:
+                seen.append(node)
+                node = self._holder(node.waiting) if node.waiting is not None else None
+            if node is not None and node is start:
+                return [*seen, start]
+        return []
+
+    def _hang_detail(self, reason: str) -> str:
+        lines = [f"Still running after {reason} (virtual time {self.now / 1e6:g} s)."]
+        lines.append("Threads and the schedule points each passed:")
+        for u in self.threads:
+            state = {_RUNNABLE: "running", _BLOCKED: "waiting", _DONE: "finished"}[u.status]
+            where = self.location(u) if u.status != _DONE else ""
+            text = f"  {u.name}: {state}" + (f" at {where}" if where else "")
+            if u.status == _BLOCKED and u.waiting is not None:
+                text += f" for {_describe_wait(u.waiting)}"
+            lines.append(text)
+        return "\n".join(lines)
+
+    # -- primitives --------------------------------------------------------------------------------
+
+    def lock_free_for(self, lock: Any, t: _Thread) -> bool:
+        """Whether a C lock's acquire by ``t`` would not block (evaluated by any thread)."""
+        if type(lock) is _LOCK:
+            return not lock.locked()
+        if lock._is_owned():
+            return _local.thread is t
+        if lock.acquire(False):
+            lock.release()
+            return True
+        return False
+
+    def acquire(
+        self,
+        t: _Thread,
+        lock: Any,
+        blocking: bool = True,
+        timeout: float | None = None,
+        *,
+        uncertain: bool = False,
+    ) -> None:
+        """Called just before ``lock``'s real acquire: return once it will not block."""
+        if not blocking:
+            if _called_from_user_code():
+                self.step += 1
+                self._point_before_block(t)
+            if self.lock_free_for(lock, t):
+                self.owners[id(lock)] = t
+            return
+        got = self.block(
+            t, lambda: self.lock_free_for(lock, t), ("lock", lock), timeout, uncertain=uncertain
+        )
+        if got:
+            self.owners[id(lock)] = t
+        else:
+            self.error = UnsupportedOperationError(
+                f"{t.name} at {self.location(t)}: an acquire with a timeout on {_name(lock)} "
+                "timed out in virtual time, but the lock is a C lock created before the "
+                "exploration and the real acquire would wait the timeout in real time. "
+                "Create the lock inside the explored code, or acquire it without a timeout"
+            )
+            self._abort()
+            raise _Abort
+
+    def released(self, lock: Any) -> None:
+        self.owners.pop(id(lock), None)
+
+    def sleep(self, t: _Thread, seconds: float) -> None:
+        if seconds > 0:
+            self.block(t, None, ("sleep", seconds), seconds)
+            return
+        # sleep(0) gives the GIL away: stock order runs the longest-waiting other thread.
+        if self.aborting:
+            return
+        self.step += 1
+        try:
+            others = [u for u in self._order(t) if self._can_run(u)]
+            if not others:
+                return
+            options = [*sorted(others, key=lambda u: u.since), t]
+            choice = 0
+            if self.step >= self.chooser.consult_at:
+                choice = self.chooser.choose(self.step, [u.actor for u in options], False)
+                if not 0 <= choice < len(options):
+                    choice = 0
+                if choice:
+                    self.decisions.append(Decision(self.step, READY, choice, options[choice].actor))
+            if options[choice] is not t:
+                self._switch(t, options[choice], "(time.sleep(0))")
+        finally:
+            self._refresh()
+
+
+class _OverBudget(Exception):
+    pass
+
+
+def _called_from_user_code() -> bool:
+    """Whether the primitive was used by code under test (not by a library's internals).
+
+    Library code may hold C locks interlace cannot see (``concurrent.futures`` holds one
+    while it starts a worker), so a thread in library code is never preempted there: it
+    only waits in the scheduler when its operation really has to wait.
+    """
+    frame: types.FrameType | None = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename in _PRIMITIVE_FILES:
+        frame = frame.f_back
+    return frame is not None and _instrument.is_under_test(frame.f_code.co_filename)
+
+
+def _is_locked(lock: Any) -> bool:
+    if type(lock) is _LOCK:
+        return bool(lock.locked())
+    if lock._is_owned():
+        return True
+    if lock.acquire(False):
+        lock.release()
+        return False
+    return True
+
+
+def _short(filename: str) -> str:
+    from interlace.harness._introspect import short_path
+
+    return short_path(filename)
+
+
+def _here() -> str:
+    frame = _instrument.user_frame(sys._getframe(1))
+    if frame is None:
+        return ""
+    return f"{_short(frame.f_code.co_filename)}:{frame.f_lineno}"
+
+
+def _name(obj: Any) -> str:
+    """``module.NAME`` or ``Class.attr`` for a primitive, else a local name in code under test."""
+    import gc
+
+    referrers = gc.get_referrers(obj)
+    for referrer in referrers:
+        if not isinstance(referrer, dict):
+            continue
+        key = next((k for k, v in referrer.items() if v is obj and isinstance(k, str)), None)
+        if key is None:
+            continue
+        module = sys.modules.get(str(referrer.get("__name__", "")))
+        if module is not None and getattr(module, "__dict__", None) is referrer:
+            return f"{module.__name__}.{key}"
+        for holder in gc.get_referrers(referrer):
+            if getattr(holder, "__dict__", None) is referrer and not isinstance(holder, type):
+                return f"{type(holder).__name__}.{key}"
+    for referrer in referrers:
+        if isinstance(referrer, types.FrameType) and _instrument.is_under_test(
+            referrer.f_code.co_filename
+        ):
+            for key, value in referrer.f_locals.items():
+                if value is obj:
+                    return key
+    return f"(an unnamed {type(obj).__name__})"
+
+
+_KINDS = {_LOCK: "Lock", _RLOCK: "RLock"}
+
+
+def _describe_wait(waiting: tuple[str, Any]) -> str:
+    kind, obj = waiting
+    if kind == "lock":
+        return f"{_KINDS.get(type(obj), 'lock')} {_name(obj)}"
+    if kind == "condition":
+        return f"a notify on Condition {_name(obj)}"
+    if kind == "join":
+        return f"thread {obj.name} to finish"
+    if kind == "sleep":
+        return f"time.sleep({obj:g})"
+    if kind == "flock":
+        return f"fcntl.flock on file descriptor {obj}"
+    if kind == "io":
+        return "a wake-up of its event loop (from another thread or a timer)"
+    return str(obj)
+
+
+# -- the patched world ---------------------------------------------------------------------------
+
+_PRIMITIVE_FILES = frozenset({threading.__file__, queue.__file__, __file__})
+_orig_start = threading.Thread.start
+_orig_join = threading.Thread.join
+_orig_is_alive = threading.Thread.is_alive
+_orig_cond_enter = threading.Condition.__enter__
+_orig_cond_exit = threading.Condition.__exit__
+_orig_cond_wait = threading.Condition.wait
+
+
+def _controlled() -> tuple[_Thread, Controller] | None:
+    t = _local.thread
+    if t is None:
+        return None
+    return t, t.ctl
+
+
+def _start(self: threading.Thread) -> None:
+    found = _controlled()
+    if found is None or getattr(self, "_il_thread", None) is not None:
+        _orig_start(self)
+        return
+    t, ctl = found
+    if ctl.aborting:
+        ctl._abort_point(t)
+    # A thread started by library code (an executor's worker) is cleaned up by the library
+    # at interpreter exit, so waiting forever once the target returned is no hang.
+    caller = sys._getframe(1)
+    library = not _instrument.is_under_test(caller.f_code.co_filename)
+    child = ctl.add(self.name, self, self.daemon or library)
+    self._il_thread = child  # type: ignore[attr-defined]
+    run = self.run
+
+    def controlled_run() -> None:
+        child.ident = _get_ident()
+        child.park.acquire()
+        if ctl.aborting:
+            child.status = _DONE
+            return
+        _local.thread = child
+        _tracing_on(ctl)
+        exc: BaseException | None = None
+        try:
+            run()
+        except _Abort:
+            pass
+        except BaseException as raised:  # the thread's own exception is the failure
+            from interlace.harness._asyncio_backend import is_passthrough
+
+            if is_passthrough(raised):
+                ctl.passthrough = ctl.passthrough or raised
+                ctl._abort()
+            else:
+                exc = raised
+        finally:
+            _tracing_off()
+            _local.thread = None
+            with contextlib.suppress(_Abort):
+                ctl.thread_ended(child, exc)
+            child.status = _DONE
+
+    user = _called_from_user_code()
+    self.run = controlled_run  # type: ignore[method-assign]
+    # threading's own start-up handshake runs uncontrolled: the parent waits for real
+    # until the child is parked, which needs no baton.
+    _local.thread = None
+    try:
+        _orig_start(self)
+    finally:
+        _local.thread = t
+    if user:
+        ctl.step += 1
+        if ctl.step >= ctl.attention:
+            ctl.attend(t)
+
+
+def _join(self: threading.Thread, timeout: float | None = None) -> None:
+    found = _controlled()
+    child = getattr(self, "_il_thread", None)
+    if found is None or child is None:
+        _orig_join(self, timeout)
+        return
+    t, ctl = found
+    if child is t:
+        raise RuntimeError("cannot join current thread")
+    if ctl.block(t, lambda: child.status == _DONE, ("join", child), timeout):
+        _local.thread = None
+        try:
+            _orig_join(self)
+        finally:
+            _local.thread = t
+
+
+def _is_alive(self: threading.Thread) -> bool:
+    child = getattr(self, "_il_thread", None)
+    if child is not None and _local.thread is not None:
+        return bool(child.status != _DONE)
+    return bool(_orig_is_alive(self))
+
+
+def _cond_enter(self: threading.Condition) -> bool:
+    found = _controlled()
+    if found is not None:
+        t, ctl = found
+        ctl.acquire(t, self._lock)  # type: ignore[attr-defined]
+    return bool(_orig_cond_enter(self))
+
+
+def _cond_exit(self: threading.Condition, *args: Any) -> None:
+    found = _controlled()
+    if found is not None:
+        found[1].released(self._lock)  # type: ignore[attr-defined]
+    _orig_cond_exit(self, *args)
+
+
+def _cond_wait(self: threading.Condition, timeout: float | None = None) -> bool:
+    found = _controlled()
+    if found is None:
+        return bool(_orig_cond_wait(self, timeout))
+    t, ctl = found
+    if not self._is_owned():  # type: ignore[attr-defined]
+        raise RuntimeError("cannot wait on un-acquired lock")
+    waiter = _allocate_lock()
+    waiter.acquire()
+    self._waiters.append(waiter)  # type: ignore[attr-defined]
+    saved = self._release_save()  # type: ignore[attr-defined]
+    lock = self._lock  # type: ignore[attr-defined]
+    ctl.released(lock)
+    gotit = False
+    try:
+        gotit = ctl.block(t, lambda: not waiter.locked(), ("condition", self), timeout)
+        if gotit:
+            waiter.acquire()
+        else:
+            with contextlib.suppress(ValueError):
+                self._waiters.remove(waiter)  # type: ignore[attr-defined]
+        return gotit
+    finally:
+        try:
+            ctl.acquire(t, lock)
+        finally:
+            self._acquire_restore(saved)  # type: ignore[attr-defined]
+
+
+_orig_selects: dict[type, Callable[..., Any]] = {
+    cls: cls.select
+    for cls in (
+        getattr(selectors, name, None)
+        for name in (
+            "SelectSelector",
+            "PollSelector",
+            "EpollSelector",
+            "DevpollSelector",
+            "KqueueSelector",
+        )
+    )
+    if cls is not None
+}
+
+
+def _internal_only(selector: selectors.BaseSelector) -> bool:
+    """Only an event loop's own wake-up pipe is registered: no real I/O can arrive."""
+    for key in selector.get_map().values():
+        handles = key.data if isinstance(key.data, tuple) else (key.data,)
+        for handle in handles:
+            callback = getattr(handle, "_callback", None)
+            if handle is not None and getattr(callback, "__name__", "") != "_read_from_self":
+                return False
+    return True
+
+
+def _controlled_select(self: selectors.BaseSelector, timeout: float | None = None) -> Any:
+    """An event loop waiting in a controlled thread waits in the scheduler, in virtual time."""
+    original = _orig_selects[type(self)]
+    found = _controlled()
+    if found is None or (timeout is not None and timeout <= 0):
+        return original(self, timeout)
+    t, ctl = found
+    ready = original(self, 0)
+    if ready:
+        return ready
+    if not _internal_only(self):
+        # Real I/O may arrive without any thread running: wait for it for real.
+        _local.thread = None
+        try:
+            return original(self, timeout)
+        finally:
+            _local.thread = t
+    ctl.block(t, lambda: bool(original(self, 0)), ("io", self), timeout)
+    return original(self, 0)
+
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock
+    fcntl = None  # type: ignore[assignment]
+
+
+def _flock(fd: Any, operation: int) -> None:
+    """``fcntl.flock``: between threads of one process it blocks, so wait in the scheduler."""
+    assert fcntl is not None
+    original = _orig_flock
+    found = _controlled()
+    if found is None or operation & fcntl.LOCK_NB or operation & fcntl.LOCK_UN:
+        original(fd, operation)
+        return
+    t, ctl = found
+
+    def taken() -> bool:
+        # flock belongs to the open file, not to a thread: trying it for the waiter is
+        # taking it for the waiter, whichever thread asks.
+        try:
+            original(fd, operation | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
+
+    if not ctl.block(t, taken, ("flock", fd)):
+        original(fd, operation)
+
+
+_orig_flock = fcntl.flock if fcntl is not None else None
+
+
+def _sleep(seconds: float) -> None:
+    found = _controlled()
+    if found is None:
+        _real_sleep(seconds)
+        return
+    t, ctl = found
+    if seconds < 0:
+        raise ValueError("sleep length must be non-negative")
+    ctl.sleep(t, seconds)
+
+
+def _virtual(real: Callable[[], float], offset: float) -> Callable[[], float]:
+    """A clock that reads virtual time in controlled threads and ``real`` elsewhere."""
+
+    def now() -> float:
+        t = _local.thread
+        if t is None:
+            return real()
+        return offset + t.ctl.now / 1e6
+
+    now.__name__ = now.__qualname__ = real.__name__
+    return now
+
+
+def _virtual_ns(real: Callable[[], int], offset: float) -> Callable[[], int]:
+    def now_ns() -> int:
+        t = _local.thread
+        if t is None:
+            return real()
+        return int(offset * 1e9) + t.ctl.now * 1000
+
+    now_ns.__name__ = now_ns.__qualname__ = real.__name__
+    return now_ns
+
+
+_monotonic = _virtual(_real_monotonic, _EPOCH_MONOTONIC)
+_wall = _virtual(_real_time, _EPOCH_WALL)
+
+_PATCHES: list[tuple[Any, str, Any]] = [
+    (threading.Thread, "start", _start),
+    (threading.Thread, "join", _join),
+    (threading.Thread, "is_alive", _is_alive),
+    (threading.Condition, "__enter__", _cond_enter),
+    (threading.Condition, "__exit__", _cond_exit),
+    (threading.Condition, "wait", _cond_wait),
+    (time, "sleep", _sleep),
+    *((cls, "select", _controlled_select) for cls in _orig_selects),
+    (time, "monotonic", _monotonic),
+    (time, "monotonic_ns", _virtual_ns(time.monotonic_ns, _EPOCH_MONOTONIC)),
+    (time, "perf_counter", _virtual(time.perf_counter, _EPOCH_MONOTONIC)),
+    (time, "perf_counter_ns", _virtual_ns(time.perf_counter_ns, _EPOCH_MONOTONIC)),
+    (time, "time", _wall),
+    (time, "time_ns", _virtual_ns(time.time_ns, _EPOCH_WALL)),
+    (threading, "_time", _monotonic),
+    (queue, "time", _monotonic),
+    # The C SimpleQueue blocks in C; its pure-Python twin waits on a (controlled) Semaphore.
+    # Executors (asyncio.to_thread's among them) create theirs through this name.
+    (queue, "SimpleQueue", queue._PySimpleQueue),  # type: ignore[attr-defined]
+    *(((fcntl, "flock", _flock),) if fcntl is not None else ()),
+]
+
+
+# -- schedule points -----------------------------------------------------------------------------
+
+
+def _point() -> None:
+    t = _local.thread
+    if t is None:
+        return
+    ctl = t.ctl
+    ctl.step += 1
+    t.steps += 1
+    if ctl.step >= ctl.attention:
+        ctl.attend(t)
+
+
+def _site(code: types.CodeType, offset: int, frame: types.FrameType) -> None:
+    """An instruction of interest: a point inside a line, a ``with``, a lock-method call."""
+    t = _local.thread
+    if t is None:
+        return
+    ctl = t.ctl
+    plan = plan_for(code)
+    if plan is None:
+        return
+    recipe = plan.withs.get(offset)
+    if recipe is not None:
+        try:
+            manager = evaluate(recipe, frame)
+        except Unknown:
+            return
+        if type(manager) in LOCK_TYPES:
+            ctl.acquire(t, manager)
+        return
+    site = plan.calls.get(offset)
+    if site is not None:
+        _lock_call(ctl, t, site, frame)
+        return
+    _point()
+
+
+def _lock_call(
+    ctl: Controller, t: _Thread, site: _instrument.CallSite, frame: types.FrameType
+) -> None:
+    if site.receiver is None:
+        return
+    try:
+        receiver = evaluate(site.receiver, frame)
+        method = _instrument._static_attr(receiver, site.method)
+    except Unknown:
+        return
+    lock = getattr(method, "__self__", None)
+    if type(lock) not in LOCK_TYPES or not isinstance(method, types.BuiltinMethodType):
+        return
+    name = method.__name__
+    if name in ("release", "release_lock"):
+        ctl.released(lock)
+        return
+    if name == "__enter__":
+        ctl.acquire(t, lock)
+        return
+    blocking: Any = True
+    timeout: Any = -1
+    uncertain = False
+    if site.args is None:
+        uncertain = True
+    else:
+        try:
+            values = [evaluate(r, frame) for r in site.args]
+        except Unknown:
+            values = None
+            uncertain = True
+        if values is not None:
+            positional = len(values) - len(site.kwnames)
+            named = dict(zip(site.kwnames, values[positional:], strict=True))
+            given = values[:positional]
+            if given:
+                blocking = given[0]
+            if len(given) > 1:
+                timeout = given[1]
+            blocking = named.get("blocking", blocking)
+            timeout = named.get("timeout", timeout)
+    if uncertain:
+        if ctl.lock_free_for(lock, t):
+            ctl.owners[id(lock)] = t
+            return
+        ctl.acquire(t, lock, True, None, uncertain=True)
+        return
+    seconds = None if timeout is None or timeout < 0 else float(timeout)
+    ctl.acquire(t, lock, bool(blocking), seconds)
+
+
+# -- instrumentation: sys.monitoring (3.12+) or sys.settrace (3.11) ----------------------------
+
+_MON: Any = getattr(sys, "monitoring", None)  # 3.12+
+_MONITORING = _MON is not None
+_tool: int | None = None
+_instrumented: set[types.CodeType] = set()
+_one_liners: set[types.CodeType] = set()
+
+
+def _body_on_def_line(code: types.CodeType) -> bool:
+    for start, _end, line in code.co_lines():
+        if start > 0 and line is not None:
+            return bool(line == code.co_firstlineno)
+    return True
+
+
+def _instrument_code(code: types.CodeType) -> None:
+    mon = _MON
+    plan = plan_for(code)
+    if plan is not None and _tool is not None and code not in _instrumented:
+        if _body_on_def_line(code):
+            _one_liners.add(code)
+        events = mon.events.LINE
+        if plan.offsets:
+            events |= mon.events.INSTRUCTION
+        mon.set_local_events(_tool, code, events)
+        _instrumented.add(code)
+
+
+def _mon_start(code: types.CodeType, offset: int) -> Any:
+    _instrument_code(code)
+    return _MON.DISABLE
+
+
+def _codes_of(value: Any, seen: set[int]) -> Iterator[types.CodeType]:
+    """The code objects of a function, class or code object, nested ones included."""
+    if id(value) in seen:
+        return
+    seen.add(id(value))
+    if isinstance(value, types.CodeType):
+        yield value
+        for const in value.co_consts:
+            if isinstance(const, types.CodeType):
+                yield from _codes_of(const, seen)
+    elif isinstance(value, (staticmethod, classmethod)):
+        yield from _codes_of(value.__func__, seen)
+    elif isinstance(value, property):
+        for accessor in (value.fget, value.fset, value.fdel):
+            if accessor is not None:
+                yield from _codes_of(accessor, seen)
+    elif isinstance(value, types.FunctionType):
+        yield from _codes_of(value.__code__, seen)
+    elif isinstance(value, type):
+        for member in list(vars(value).values()):
+            yield from _codes_of(member, seen)
+
+
+def _instrument_eagerly(target: Any) -> None:
+    """Instrument the code under test that exists already, before any of it runs.
+
+    Code instrumented from its own PY_START event would get one LINE event more on its
+    first call than on later ones (a lambda's only line): instrumenting up front makes
+    every run of a session, and every session, count the same schedule points.
+    """
+    seen: set[int] = set()
+    for code in _codes_of(target, seen):
+        _instrument_code(code)
+    for module in list(sys.modules.values()):
+        filename = getattr(module, "__file__", None)
+        if not isinstance(filename, str) or not _instrument.is_under_test(filename):
+            continue
+        for value in list(vars(module).values()):
+            if getattr(value, "__module__", None) == module.__name__ or isinstance(
+                value, types.CodeType
+            ):
+                for code in _codes_of(value, seen):
+                    _instrument_code(code)
+
+
+def _mon_line(code: types.CodeType, line: int) -> Any:
+    if line == code.co_firstlineno and code in _one_liners:
+        # A body on its def line (a lambda) gets a LINE event on some calls only (3.13
+        # emits one on a code object's first call): never a point, so every run agrees.
+        return _MON.DISABLE
+    t = _local.thread
+    if t is None:
+        return None
+    ctl = t.ctl
+    ctl.step += 1
+    t.steps += 1
+    if ctl.step >= ctl.attention:
+        ctl.attend(t)
+    return None
+
+
+def _mon_instruction(code: types.CodeType, offset: int) -> Any:
+    plan = _instrument._plans.get(code)
+    if plan is None or offset not in plan.offsets:
+        return _MON.DISABLE
+    if _local.thread is None:
+        return None
+    _site(code, offset, sys._getframe(1))
+    return None
+
+
+def _trace_call(frame: types.FrameType, event: str, arg: Any) -> Any:
+    if event != "call":
+        return None
+    plan = plan_for(frame.f_code)
+    if plan is None:
+        return None
+    return _trace_local
+
+
+def _trace_local(frame: types.FrameType, event: str, arg: Any) -> Any:
+    if event == "line":
+        plan = _instrument._plans.get(frame.f_code)
+        if plan is not None and plan.opcode_lines:
+            frame.f_trace_opcodes = frame.f_lineno in plan.opcode_lines
+        _point()
+    elif event == "opcode":
+        plan = _instrument._plans.get(frame.f_code)
+        if plan is not None and frame.f_lasti in plan.offsets:
+            _site(frame.f_code, frame.f_lasti, frame)
+    return _trace_local
+
+
+def _tracing_on(ctl: Controller) -> None:
+    if not _MONITORING:
+        sys.settrace(_trace_call)
+
+
+def _tracing_off() -> None:
+    if not _MONITORING:
+        sys.settrace(None)
+
+
+_active = _allocate_lock()
+
+
+@contextlib.contextmanager
+def controlled_exploration(instrument: tuple[str, ...] = (), target: Any = None) -> Iterator[None]:
+    """Install the patched primitives and the schedule-point instrumentation."""
+    global _tool
+    if not _active.acquire(False):
+        raise UnsupportedOperationError(
+            "a threads exploration is already running in this process (another thread, or "
+            "explore() called from inside an explored target); run one at a time"
+        )
+    saved: list[tuple[Any, str, Any]] = []
+    try:
+        _instrument.set_instrumented(instrument)
+        if _MONITORING:
+            mon = _MON
+            for candidate in (3, 4, 2, 1, 0):
+                if mon.get_tool(candidate) is None:
+                    mon.use_tool_id(candidate, "interlace")
+                    _tool = candidate
+                    break
+            else:
+                raise UnsupportedOperationError(
+                    "every sys.monitoring tool id is in use (coverage, a profiler and a "
+                    "debugger at once?); run the exploration without one of them"
+                )
+            mon.register_callback(_tool, mon.events.PY_START, _mon_start)
+            mon.register_callback(_tool, mon.events.LINE, _mon_line)
+            mon.register_callback(_tool, mon.events.INSTRUCTION, _mon_instruction)
+            mon.set_events(_tool, mon.events.PY_START)
+            # PY_START was DISABLEd for every code object the last session saw; see them anew.
+            mon.restart_events()
+            _instrument_eagerly(target)
+        for owner, attr, replacement in _PATCHES:
+            saved.append((owner, attr, getattr(owner, attr)))
+            setattr(owner, attr, replacement)
+        saved.extend(_patch_user_globals())
+        yield
+    finally:
+        for owner, attr, original in reversed(saved):
+            setattr(owner, attr, original)
+        if _MONITORING and _tool is not None:
+            mon = _MON
+            mon.set_events(_tool, 0)
+            for code in _instrumented:
+                mon.set_local_events(_tool, code, 0)
+            _instrumented.clear()
+            for event in (mon.events.PY_START, mon.events.LINE, mon.events.INSTRUCTION):
+                mon.register_callback(_tool, event, None)
+            mon.free_tool_id(_tool)
+            _tool = None
+        _active.release()
+
+
+_GLOBAL_ORIGINALS = {
+    id(_real_sleep): (_real_sleep, _sleep),
+    id(_real_monotonic): (_real_monotonic, _monotonic),
+    id(_real_time): (_real_time, _wall),
+}
+
+
+def _patch_user_globals() -> list[tuple[Any, str, Any]]:
+    """``from time import sleep`` in code under test: point those names at the controlled ones."""
+    patched: list[tuple[Any, str, Any]] = []
+    for module in list(sys.modules.values()):
+        filename = getattr(module, "__file__", None)
+        if not isinstance(filename, str) or not _instrument.is_under_test(filename):
+            continue
+        namespace = vars(module)
+        for name, value in list(namespace.items()):
+            pair = _GLOBAL_ORIGINALS.get(id(value))
+            if pair is not None and pair[0] is value:
+                patched.append((module, name, value))
+                namespace[name] = pair[1]
+    return patched
+
+
+# -- the backend ----------------------------------------------------------------------------------
+
+
+class ThreadsBackend:
+    """Runs a zero-argument function once per schedule with its threads under control."""
+
+    def __init__(self, target: Callable[[], Any], settings: Settings) -> None:
+        self.target = target
+        self.settings = settings
+
+    def run(self, chooser: Chooser, *, record: bool = False) -> RunResult:
+        from interlace.harness._asyncio_backend import is_passthrough
+
+        ctl = Controller(chooser, self.settings, record)
+        main = ctl.add("MainThread", None, False)
+        main.ident = _get_ident()
+        ctl.current = main
+        counter = threading._counter  # type: ignore[attr-defined]
+        threading._counter = itertools.count(1).__next__  # type: ignore[attr-defined]
+        previous_trace = sys.gettrace()
+        interrupted: BaseException | None = None
+        _local.thread = main
+        try:
+            _tracing_on(ctl)
+            try:
+                self.target()
+            except _Abort:
+                pass
+            except BaseException as exc:
+                if is_passthrough(exc):
+                    interrupted = exc
+                    ctl._abort()
+                else:
+                    ctl.fail(
+                        "exception", exc.with_traceback(_user_traceback(exc.__traceback__)), ""
+                    )
+            finally:
+                _tracing_off()
+            if not ctl.aborting:
+                with contextlib.suppress(_Abort):
+                    ctl.thread_ended(main, None)
+            main.status = _DONE
+            _local.thread = None
+            try:
+                self._wait(ctl)
+            except BaseException as exc:  # Ctrl-C while the other threads run
+                interrupted = interrupted or exc
+                ctl._abort()
+        finally:
+            _local.thread = None
+            _unwind(ctl)
+            threading._counter = counter  # type: ignore[attr-defined]
+            sys.settrace(previous_trace)
+        if interrupted is not None:
+            raise interrupted
+        if ctl.passthrough is not None:
+            raise ctl.passthrough
+        if ctl.error is not None:
+            raise ctl.error
+        kind: Any = None
+        exception: BaseException | None = None
+        detail = ""
+        if ctl.failure is not None:
+            kind, exception, detail = ctl.failure
+            if record and ctl.current is not None and kind == "exception":
+                ctl.close_segment(ctl.current, _raised_at(exception))
+        return RunResult(
+            kind=kind,
+            exception=exception,
+            detail=detail,
+            steps=ctl.step,
+            decisions=tuple(ctl.decisions),
+            trace=tuple(ctl.records),
+            divergence=getattr(chooser, "divergence", None),
+        )
+
+    def _wait(self, ctl: Controller) -> None:
+        waited = 0.0
+        last = ctl.step
+        while not ctl.aborting:
+            if ctl.done.acquire(timeout=_POLL_SECONDS):
+                return
+            waited = waited + _POLL_SECONDS if ctl.step == last else 0.0
+            last = ctl.step
+            if waited >= _STALL_SECONDS:
+                ctl._stalled()
+
+
+def _unwind(ctl: Controller) -> None:
+    """End every thread still parked, one at a time, and join them: nothing leaks."""
+    ctl.aborting = True
+    ctl._refresh()
+    for t in ctl.threads[1:]:
+        thread = t.thread
+        if t.status != _DONE and t.park.locked():
+            ctl.current = t
+            t.park.release()
+        if thread is not None:
+            _orig_join(thread, _UNWIND_SECONDS)
+
+
+def _raised_at(exc: BaseException | None) -> str:
+    if exc is None:
+        return ""
+    tb = exc.__traceback__
+    where = ""
+    while tb is not None:
+        if _instrument.is_under_test(tb.tb_frame.f_code.co_filename):
+            where = f"{_short(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return f"{where} raised {type(exc).__name__}".strip()
+
+
+def _user_traceback(tb: types.TracebackType | None) -> types.TracebackType | None:
+    first = tb
+    while first is not None and not _instrument.is_under_test(first.tb_frame.f_code.co_filename):
+        first = first.tb_next
+    return first if first is not None else tb

@@ -1,0 +1,377 @@
+"""Controlled threads: plain-function targets run their threads one at a time, under the engine.
+
+Every program here is small and written for one behaviour of the model: a bug it must find
+(with the right kind, shrunk and replayed), or correct code it must pass on every schedule.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+
+import interlace
+from interlace.errors import InvalidTargetError, UnsupportedOperationError
+
+PREEMPTION = "needs thread preemption"
+SEED = 7
+
+
+def _run_threads(*targets: Callable[[], object]) -> None:
+    threads = [threading.Thread(target=target) for target in targets]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+# -- bugs it finds ------------------------------------------------------------------------------
+
+
+class Registry:
+    def __init__(self) -> None:
+        self.items: dict[str, object] = {}
+        self.created = 0
+        self.lock = threading.Lock()
+
+    def get(self, key: str) -> object:
+        if key not in self.items:
+            self.created += 1
+            self.items[key] = object()  # noqa: IL102 - the race under test
+        return self.items[key]
+
+    def get_locked(self, key: str) -> object:
+        with self.lock:
+            return self.get(key)
+
+
+def check_then_insert() -> None:
+    registry = Registry()
+    _run_threads(lambda: registry.get("k"), lambda: registry.get("k"))
+    assert registry.created == 1, f"created {registry.created} times"
+
+
+def check_then_insert_locked() -> None:
+    registry = Registry()
+    _run_threads(lambda: registry.get_locked("k"), lambda: registry.get_locked("k"))
+    assert registry.created == 1, f"created {registry.created} times"
+
+
+def test_check_then_insert_is_found_shrunk_and_replayed() -> None:
+    exploration = interlace.explore(check_then_insert, seed=SEED, max_schedules=300)
+    failure = exploration.failure
+    assert failure is not None, f"not found in {exploration.schedules} schedules"
+    assert failure.kind == "exception"
+    assert isinstance(failure.exception, AssertionError)
+    assert failure.label == PREEMPTION
+    assert failure.deviations == 1
+    assert "preempts" in failure.report
+    again = interlace.replay(check_then_insert, failure.token)
+    assert again is not None
+    assert again.kind == "exception"
+    assert again.token == failure.token
+
+
+def test_the_locked_version_passes_every_schedule() -> None:
+    exploration = interlace.explore(check_then_insert_locked, seed=SEED, max_schedules=300)
+    assert exploration.failure is None
+    assert exploration.schedules == 300 or exploration.exhausted
+
+
+class Counter:
+    def __init__(self) -> None:
+        self.value = 0
+
+    def bump(self) -> None:
+        self.value += 1  # one line: read, add, write
+
+
+def lost_increment() -> None:
+    counter = Counter()
+    _run_threads(counter.bump, counter.bump)
+    assert counter.value == 2, counter.value
+
+
+def test_a_read_modify_write_inside_one_line_is_split() -> None:
+    failure = interlace.explore(lost_increment, seed=SEED, max_schedules=300).failure
+    assert failure is not None
+    assert failure.label == PREEMPTION
+    assert failure.deviations == 1
+
+
+LOCK_A = threading.Lock()  # created at import time, before any exploration
+LOCK_B = threading.Lock()
+
+
+def _a_then_b() -> None:
+    with LOCK_A, LOCK_B:
+        pass
+
+
+def _b_then_a() -> None:
+    LOCK_B.acquire()
+    try:
+        with LOCK_A:
+            pass
+    finally:
+        LOCK_B.release()
+
+
+def lock_order() -> None:
+    _run_threads(_a_then_b, _b_then_a)
+
+
+def test_lock_order_deadlock_on_import_time_locks_reports_the_wait_for_graph() -> None:
+    failure = interlace.explore(lock_order, seed=SEED, max_schedules=300).failure
+    assert failure is not None
+    assert failure.kind == "deadlock"
+    assert failure.label == PREEMPTION
+    assert "LOCK_A" in failure.detail
+    assert "LOCK_B" in failure.detail
+    assert "held by Thread-1 (_a_then_b)" in failure.detail
+    assert "held by Thread-2 (_b_then_a)" in failure.detail
+    assert "Wait-for cycle:" in failure.detail
+    # The locks are free again: the run unwound both threads.
+    assert not LOCK_A.locked()
+    assert not LOCK_B.locked()
+
+
+def lost_notify() -> None:
+    condition = threading.Condition()
+    ready: list[bool] = []
+
+    def consumer() -> None:
+        with condition:
+            condition.wait()  # the fix: while not ready: condition.wait()
+
+    def producer() -> None:
+        with condition:
+            ready.append(True)
+            condition.notify()
+
+    _run_threads(consumer, producer)
+
+
+def test_a_lost_notify_on_a_condition_is_a_deadlock() -> None:
+    failure = interlace.explore(lost_notify, seed=SEED, max_schedules=300).failure
+    assert failure is not None
+    assert failure.kind == "deadlock"
+    assert "a notify on" in failure.detail
+
+
+def child_raises() -> None:
+    def worker() -> None:
+        raise KeyError("missing")
+
+    _run_threads(worker)
+
+
+def test_an_exception_in_a_thread_is_a_failure_naming_the_thread() -> None:
+    failure = interlace.explore(child_raises, seed=SEED, max_schedules=5).failure
+    assert failure is not None
+    assert failure.kind == "exception"
+    assert isinstance(failure.exception, KeyError)
+    assert failure.label == "fails under stock order"
+    assert "Thread-1 (worker)" in failure.detail
+
+
+def hopeless_spin() -> None:
+    flag: list[bool] = []
+
+    def waiter() -> None:
+        while not flag:
+            pass
+
+    _run_threads(waiter)
+
+
+def test_a_spin_wait_that_never_sees_progress_is_a_hang() -> None:
+    failure = interlace.explore(hopeless_spin, seed=SEED, max_schedules=3, max_steps=5_000).failure
+    assert failure is not None
+    assert failure.kind == "hang"
+    assert "Thread-1 (waiter): running" in failure.detail
+
+
+# -- correct code it passes -----------------------------------------------------------------------
+
+
+def spin_wait() -> None:
+    flag: list[bool] = []
+
+    def setter() -> None:
+        flag.append(True)
+
+    def waiter() -> None:
+        while not flag:
+            pass
+
+    _run_threads(waiter, setter)
+
+
+@pytest.mark.parametrize("strategy", ["auto", "random", "pct", "delay", "exhaustive"])
+def test_a_correct_spin_wait_is_never_a_hang(strategy: str) -> None:
+    exploration = interlace.explore(spin_wait, seed=SEED, strategy=strategy, max_schedules=150)
+    assert exploration.failure is None
+
+
+def primitives() -> None:
+    """Event, Semaphore, BoundedSemaphore, Barrier, RLock, Queue and join, used correctly."""
+    event = threading.Event()
+    semaphore = threading.BoundedSemaphore(1)
+    barrier = threading.Barrier(2)
+    rlock = threading.RLock()
+    jobs: queue.Queue[int | None] = queue.Queue(maxsize=1)
+    results: list[int] = []
+    inside = [0]
+
+    def worker() -> None:
+        event.wait()
+        barrier.wait()
+        while (job := jobs.get()) is not None:
+            with semaphore:
+                inside[0] += 1
+                assert inside[0] == 1
+                inside[0] -= 1
+            with rlock, rlock:
+                results.append(job)
+            jobs.task_done()
+        jobs.task_done()
+
+    def other() -> None:
+        barrier.wait()
+        with semaphore:
+            inside[0] += 1
+            assert inside[0] == 1
+            inside[0] -= 1
+
+    threads = [threading.Thread(target=worker), threading.Thread(target=other)]
+    for thread in threads:
+        thread.start()
+    event.set()
+    for job in range(3):
+        jobs.put(job)
+    jobs.put(None)
+    jobs.join()
+    for thread in threads:
+        thread.join()
+    assert results == [0, 1, 2]
+
+
+def test_the_threading_and_queue_primitives_pass_every_schedule() -> None:
+    for strategy in ("auto", "random", "pct", "delay"):
+        exploration = interlace.explore(primitives, seed=SEED, strategy=strategy, max_schedules=100)
+        assert exploration.failure is None, exploration.failure and exploration.failure.report
+
+
+def sleepy() -> None:
+    started = time.monotonic()
+    done = threading.Event()
+
+    def slow() -> None:
+        time.sleep(50)
+        done.set()
+
+    threading.Thread(target=slow).start()
+    assert not done.wait(timeout=10)  # times out in virtual time
+    assert done.wait(timeout=100)
+    elapsed = time.monotonic() - started
+    assert 49.9 < elapsed < 50.1, elapsed
+
+
+def test_sleep_and_timeouts_run_on_a_virtual_clock() -> None:
+    wall = time.perf_counter()
+    exploration = interlace.explore(sleepy, seed=SEED, max_schedules=20)
+    assert exploration.failure is None, exploration.failure and exploration.failure.report
+    assert time.perf_counter() - wall < 30  # 20 schedules of 50 virtual seconds each
+
+
+def daemon_waits_forever() -> None:
+    never = threading.Event()
+    threading.Thread(target=never.wait, daemon=True).start()
+
+
+def worker_waits_forever() -> None:
+    never = threading.Event()
+    threading.Thread(target=lambda: never.wait()).start()
+
+
+def test_a_daemon_left_waiting_is_fine_a_non_daemon_is_a_hang_at_exit() -> None:
+    assert interlace.explore(daemon_waits_forever, seed=SEED, max_schedules=5).failure is None
+    failure = interlace.explore(worker_waits_forever, seed=SEED, max_schedules=5).failure
+    assert failure is not None
+    assert failure.kind == "deadlock"
+
+
+def loop_in_a_thread() -> None:
+    box: list[int] = []
+
+    async def main() -> int:
+        return await asyncio.to_thread(lambda: 40) + 2
+
+    def runner() -> None:
+        box.append(asyncio.run(main()))
+
+    _run_threads(runner, runner)
+    assert box == [42, 42]
+
+
+def test_a_thread_may_run_its_own_event_loop() -> None:
+    exploration = interlace.explore(loop_in_a_thread, seed=SEED, max_schedules=30)
+    assert exploration.failure is None, exploration.failure and exploration.failure.report
+
+
+def test_no_thread_outlives_an_exploration() -> None:
+    before = threading.active_count()
+    interlace.explore(lock_order, seed=SEED, max_schedules=50)
+    interlace.explore(worker_waits_forever, seed=SEED, max_schedules=5)
+    interlace.explore(loop_in_a_thread, seed=SEED, max_schedules=5)
+    assert threading.active_count() == before
+
+
+# -- the contracts the asyncio explorer has too ---------------------------------------------------
+
+
+def test_the_same_seed_gives_the_same_token() -> None:
+    tokens = set()
+    for _ in range(10):
+        failure = interlace.explore(check_then_insert, seed=11, max_schedules=300).failure
+        assert failure is not None
+        tokens.add(failure.token)
+    assert len(tokens) == 1
+
+
+async def _async_target() -> None:
+    pass
+
+
+def test_a_token_replays_only_with_the_kind_of_target_it_was_made_with() -> None:
+    failure = interlace.explore(check_then_insert, seed=SEED, max_schedules=300).failure
+    assert failure is not None
+    with pytest.raises(InvalidTargetError, match="plain"):
+        interlace.replay(_async_target, failure.token)
+
+
+def test_a_nested_threads_exploration_is_refused() -> None:
+    errors: list[BaseException] = []
+
+    def outer() -> None:
+        try:
+            interlace.explore(check_then_insert, max_schedules=1)
+        except UnsupportedOperationError as exc:
+            errors.append(exc)
+
+    interlace.explore(outer, seed=SEED, max_schedules=1)
+    assert errors
+    assert "already running" in str(errors[0])
+
+
+def test_generator_functions_are_not_targets() -> None:
+    def generator() -> object:
+        yield 1
+
+    with pytest.raises(InvalidTargetError, match="generator function"):
+        interlace.explore(generator)
