@@ -375,3 +375,38 @@ def test_generator_functions_are_not_targets() -> None:
 
     with pytest.raises(InvalidTargetError, match="generator function"):
         interlace.explore(generator)
+
+
+# -- interrupts -----------------------------------------------------------------------------------
+
+
+def exits_in_a_thread() -> None:
+    def worker() -> None:
+        pytest.exit("stop the session", returncode=3)
+
+    _run_threads(worker)
+
+
+def test_pytest_exit_in_a_thread_ends_the_exploration() -> None:
+    before = threading.active_count()
+    with pytest.raises(pytest.exit.Exception, match="stop the session"):
+        interlace.explore(exits_in_a_thread, seed=SEED, max_schedules=10)
+    assert threading.active_count() == before
+
+
+def interrupted() -> None:
+    import _thread
+
+    def worker() -> None:
+        _thread.interrupt_main()  # Ctrl-C arrives while the main thread waits for the baton
+        for _ in range(100):
+            pass
+
+    _run_threads(worker)
+
+
+def test_ctrl_c_ends_the_exploration_and_leaks_no_thread() -> None:
+    before = threading.active_count()
+    with pytest.raises(KeyboardInterrupt):
+        interlace.explore(interrupted, seed=SEED, max_schedules=10)
+    assert threading.active_count() == before
