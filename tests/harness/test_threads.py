@@ -410,3 +410,28 @@ def test_ctrl_c_ends_the_exploration_and_leaks_no_thread() -> None:
     with pytest.raises(KeyboardInterrupt):
         interlace.explore(interrupted, seed=SEED, max_schedules=10)
     assert threading.active_count() == before
+
+
+# -- executor jobs and event loops in threads ---------------------------------------------------
+
+
+def job_races_task() -> None:
+    """A to_thread job and a task on the loop both get-or-create: run by asyncio.run."""
+    registry = Registry()
+
+    async def main() -> None:
+        job = asyncio.create_task(asyncio.to_thread(registry.get, "k"))
+        await asyncio.sleep(0)
+        registry.get("k")
+        await job
+
+    asyncio.run(main())
+    assert registry.created == 1, f"created {registry.created} times"
+
+
+def test_an_executor_job_racing_a_task_is_found_when_the_loop_runs_in_a_plain_target() -> None:
+    failure = interlace.explore(job_races_task, seed=SEED, max_schedules=300).failure
+    assert failure is not None
+    assert failure.label == PREEMPTION
+    assert failure.deviations == 1
+    assert "asyncio_0" in failure.report  # the executor's worker thread is in the schedule

@@ -291,10 +291,11 @@ def _unsupported(name: str, what: str) -> Callable[..., Any]:
 def _job_timeout_message(func: Any) -> str:
     return (
         f"the executor job {getattr(func, '__qualname__', func)!r} (run_in_executor/to_thread) "
-        "did not finish: until controlled threads land, interlace runs executor jobs as single "
-        "opaque steps while the event loop waits, so a job that waits for the loop (for example "
-        "through run_coroutine_threadsafe(...).result()) can never finish. Make the job "
-        "independent of the loop, or test this path without interlace."
+        "did not finish: inside an async def exploration interlace runs executor jobs as "
+        "single opaque steps while the event loop waits, so a job that waits for the loop (for "
+        "example through run_coroutine_threadsafe(...).result()) can never finish. Make the "
+        "job independent of the loop, or explore a plain function that runs the loop with "
+        "asyncio.run(...): there every thread, the executor's too, runs under control."
     )
 
 
