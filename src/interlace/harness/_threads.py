@@ -234,6 +234,8 @@ class Controller:
         """Record the segment ``t`` ran (it stops here) for the report; ``u`` starts one."""
         if not self.record:
             return
+        if not why and t.waiting is not None:
+            why = f"(waits: {_describe_wait(t.waiting)})"  # slow (gc): only when recording
         self.close_segment(t, f"{_here()} {why}".strip())
         decisions = self.decisions
         u.note = ""
@@ -380,7 +382,7 @@ class Controller:
         t.timed_out = False
         t.uncertain = uncertain
         try:
-            self._schedule(t, f"(waits: {_describe_wait(waiting)})")
+            self._schedule(t, "")  # the report describes t.waiting, only when recording
         finally:
             t.status = _RUNNABLE if t.status != _DONE else t.status
             t.predicate = None
@@ -520,6 +522,8 @@ class Controller:
     # -- reports ----------------------------------------------------------------------------------
 
     def _deadlock_detail(self) -> str:
+        if not self.record:
+            return "deadlock"  # naming objects is slow (gc); the recorded run says it all
         lines = ["No thread can run and no timeout is pending. Waiting:"]
         for u in self.threads:
             if u.status == _DONE:
@@ -560,6 +564,8 @@ class Controller:
         return []
 
     def _hang_detail(self, reason: str) -> str:
+        if not self.record:
+            return reason
         lines = [f"Still running after {reason} (virtual time {self.now / 1e6:g} s)."]
         lines.append("Threads and the schedule points each passed:")
         for u in self.threads:
