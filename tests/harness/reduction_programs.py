@@ -359,7 +359,7 @@ def make_module_attribute() -> tuple[Program, Program]:
     async def run(fixed: bool) -> None:
         global COUNTER
         COUNTER = 0
-        module = sys.modules[__name__]
+        module: Any = sys.modules[__name__]
 
         async def writer(first: bool) -> None:
             global COUNTER
