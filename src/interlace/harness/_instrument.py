@@ -118,21 +118,38 @@ class Plan:
         withs: ``BEFORE_WITH`` offsets and the recipe of their context manager.
         calls: offsets of lock-method calls and how to read receiver and arguments.
         opcode_lines: lines holding any of the above (3.11 traces opcodes only there).
+        offsets: every offset above. Invariant: ``inline | withs.keys() | calls.keys()``;
+            stored, not computed, because every instruction event tests membership in it.
+        line_last: the last of those offsets on each line of ``opcode_lines``; 3.11 traces
+            a line's opcodes only from where the line is entered up to that offset.
+        finals: the offsets that are some line's last (opcode tracing stops after them).
     """
 
     inline: frozenset[int]
     withs: dict[int, Recipe]
     calls: dict[int, CallSite]
     opcode_lines: frozenset[int]
+    offsets: frozenset[int]
+    line_last: dict[int, int]
+    finals: frozenset[int]
 
-    @property
-    def offsets(self) -> frozenset[int]:
-        return self.inline | self.withs.keys() | self.calls.keys()
+
+def _plan(
+    inline: frozenset[int],
+    withs: dict[int, Recipe],
+    calls: dict[int, CallSite],
+    line_last: dict[int, int],
+) -> Plan:
+    offsets = frozenset(inline | withs.keys() | calls.keys())
+    lines = frozenset(line_last)
+    return Plan(inline, withs, calls, lines, offsets, line_last, frozenset(line_last.values()))
 
 
-_NO_PLAN = Plan(frozenset(), {}, {}, frozenset())
+_NO_PLAN = _plan(frozenset(), {}, {}, {})
 _under_test: dict[str, bool] = {}
 _plans: dict[types.CodeType, Plan | None] = {}
+"""Every code object's plan, once asked for. Cleared, never rebound: the schedule-point hooks
+hold this dict itself, to look a plan up without a call."""
 _widen: tuple[str, ...] = ()
 
 
@@ -300,7 +317,7 @@ def _make_plan(code: types.CodeType) -> Plan:
     inline: set[int] = set()
     withs: dict[int, Recipe] = {}
     calls: dict[int, CallSite] = {}
-    lines: set[int] = set()
+    line_last: dict[int, int] = {}
     read_in_line = False
     line = code.co_firstlineno
     for index, instr in enumerate(instrs):
@@ -313,22 +330,22 @@ def _make_plan(code: types.CodeType) -> Plan:
         name = instr.opname
         if name in _WRITES and read_in_line:
             inline.add(instr.offset)
-            lines.add(line)
+            line_last[line] = instr.offset
         elif name == "BEFORE_WITH":
             chain = _chain_ending_at(instrs, index - 1) if index else None
             if chain is not None:
                 withs[instr.offset] = chain[0]
-                lines.add(line)
+                line_last[line] = instr.offset
         elif name in ("CALL", "CALL_KW"):
             site = _call_site(code, instrs, index)
             if site is not None:
                 calls[instr.offset] = site
-                lines.add(line)
+                line_last[line] = instr.offset
         if name not in _LOCAL_ONLY and name not in _WRITES:
             read_in_line = True
     if not (inline or withs or calls):
         return _NO_PLAN
-    return Plan(frozenset(inline), withs, calls, frozenset(lines))
+    return _plan(frozenset(inline), withs, calls, line_last)
 
 
 def _static_attr(obj: Any, name: str) -> Any:

@@ -1029,25 +1029,21 @@ _PATCHES: list[tuple[Any, str, Any]] = [
 # -- schedule points -----------------------------------------------------------------------------
 
 
-def _point() -> None:
-    t = _local.thread
-    if t is None:
-        return
-    ctl = t.ctl
-    ctl.step += 1
-    t.steps += 1
-    if ctl.step >= ctl.attention:
-        ctl.attend(t)
+# The hooks below run at every line of the code under test: each one does the least it can
+# before the common answer (count the point; nothing to decide yet), and a schedule point's
+# bookkeeping is written out in each rather than called (a Python call costs as much as the
+# rest of a point).
+
+_plans = _instrument._plans
 
 
-def _site(code: types.CodeType, offset: int, frame: types.FrameType) -> None:
-    """An instruction of interest: a point inside a line, a ``with``, a lock-method call."""
-    t = _local.thread
-    if t is None:
-        return
-    ctl = t.ctl
-    plan = plan_for(code)
-    if plan is None:
+def _site(plan: _instrument.Plan, t: _Thread, offset: int, frame: types.FrameType) -> None:
+    """An instruction of interest in ``t``: a point inside a line, a ``with``, a lock call."""
+    if offset in plan.inline:
+        ctl = t.ctl
+        ctl.step += 1
+        if ctl.step >= ctl.attention:
+            ctl.attend(t)
         return
     recipe = plan.withs.get(offset)
     if recipe is not None:
@@ -1055,14 +1051,22 @@ def _site(code: types.CodeType, offset: int, frame: types.FrameType) -> None:
             manager = evaluate(recipe, frame)
         except Unknown:
             return
-        if type(manager) in LOCK_TYPES:
-            ctl.acquire(t, manager)
+        kind = type(manager)
+        if kind is _LOCK:
+            ctl = t.ctl
+            if ctl.step + 1 < ctl.attention and not ctl.record and not manager.locked():
+                # Exactly what ``ctl.acquire(t, manager)`` does for a free Lock when the
+                # point before it needs no look (an aborting run has attention 0): count
+                # the point, note the owner. Recording runs (reports) take the long way.
+                ctl.step += 1
+                ctl.owners[id(manager)] = t
+                return
+        if kind in LOCK_TYPES:
+            t.ctl.acquire(t, manager)
         return
     site = plan.calls.get(offset)
     if site is not None:
-        _lock_call(ctl, t, site, frame)
-        return
-    _point()
+        _lock_call(t.ctl, t, site, frame)
 
 
 def _lock_call(
@@ -1120,6 +1124,7 @@ def _lock_call(
 
 _MON: Any = getattr(sys, "monitoring", None)  # 3.12+
 _MONITORING = _MON is not None
+_DISABLE: Any = _MON.DISABLE if _MONITORING else None
 _tool: int | None = None
 _instrumented: set[types.CodeType] = set()
 _one_liners: set[types.CodeType] = set()
@@ -1199,48 +1204,88 @@ def _mon_line(code: types.CodeType, line: int) -> Any:
     if line == code.co_firstlineno and code in _one_liners:
         # A body on its def line (a lambda) gets a LINE event on some calls only (3.13
         # emits one on a code object's first call): never a point, so every run agrees.
-        return _MON.DISABLE
+        return _DISABLE
     t = _local.thread
     if t is None:
         return None
     ctl = t.ctl
     ctl.step += 1
-    t.steps += 1
     if ctl.step >= ctl.attention:
         ctl.attend(t)
     return None
 
 
 def _mon_instruction(code: types.CodeType, offset: int) -> Any:
-    plan = _instrument._plans.get(code)
+    plan = _plans.get(code)
     if plan is None or offset not in plan.offsets:
-        return _MON.DISABLE
-    if _local.thread is None:
-        return None
-    _site(code, offset, sys._getframe(1))
+        return _DISABLE
+    t = _local.thread
+    if t is not None:
+        _site(plan, t, offset, sys._getframe(1))
     return None
 
 
 def _trace_call(frame: types.FrameType, event: str, arg: Any) -> Any:
     if event != "call":
         return None
-    plan = plan_for(frame.f_code)
+    code = frame.f_code
+    plan = plan_for(code)
     if plan is None:
         return None
-    return _trace_local
+    if not plan.offsets:
+        return _trace_lines  # no point inside a line: no opcode events, no plan needed
+    tracer = _opcode_tracers.get(code)
+    if tracer is None:
+        # A plan depends on the bytecode alone, so a code object's tracer is made once.
+        tracer = _opcode_tracers[code] = _trace_local(plan)
+    return tracer
 
 
-def _trace_local(frame: types.FrameType, event: str, arg: Any) -> Any:
+def _trace_lines(frame: types.FrameType, event: str, arg: Any) -> Any:
     if event == "line":
-        plan = _instrument._plans.get(frame.f_code)
-        if plan is not None and plan.opcode_lines:
-            frame.f_trace_opcodes = frame.f_lineno in plan.opcode_lines
-        _point()
-    elif event == "opcode":
-        plan = _instrument._plans.get(frame.f_code)
-        if plan is not None and frame.f_lasti in plan.offsets:
-            _site(frame.f_code, frame.f_lasti, frame)
-    return _trace_local
+        t = _local.thread
+        if t is not None:
+            ctl = t.ctl
+            ctl.step += 1
+            if ctl.step >= ctl.attention:
+                ctl.attend(t)
+    return _trace_lines
+
+
+def _trace_local(plan: _instrument.Plan) -> Callable[[types.FrameType, str, Any], Any]:
+    """The local tracer of code with points inside lines.
+
+    Opcode events cost a call each, so they are on only from where a line with such a point
+    is entered up to that line's last point (a loop back into the line is a line event).
+    """
+    offsets = plan.offsets
+    finals = plan.finals
+    line_last = plan.line_last
+
+    def trace(frame: types.FrameType, event: str, arg: Any) -> Any:
+        if event == "opcode":
+            offset = frame.f_lasti
+            if offset in offsets:
+                if offset in finals:
+                    frame.f_trace_opcodes = False
+                t = _local.thread
+                if t is not None:
+                    _site(plan, t, offset, frame)
+        elif event == "line":
+            last = line_last.get(frame.f_lineno)
+            frame.f_trace_opcodes = last is not None and frame.f_lasti <= last
+            t = _local.thread
+            if t is not None:
+                ctl = t.ctl
+                ctl.step += 1
+                if ctl.step >= ctl.attention:
+                    ctl.attend(t)
+        return trace
+
+    return trace
+
+
+_opcode_tracers: dict[types.CodeType, Callable[[types.FrameType, str, Any], Any]] = {}
 
 
 def _tracing_on(ctl: Controller) -> None:
