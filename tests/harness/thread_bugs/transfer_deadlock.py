@@ -1,10 +1,11 @@
 """Lock-order deadlock between two budget transfers (hidden).
 
-Bug: ``transfer(source, target, amount)`` locks the source account, then the target. One
-thread moves budget from the research agent to the writer while another moves it back. With
-no preemption the first transfer holds both locks before the second starts; when the first
-thread is preempted between its two acquires, each thread holds one account's lock and waits
-for the other's forever.
+Bug: ``transfer(source, target, amount)`` locks the source account, writes an audit entry,
+then locks the target. One thread moves budget from the research agent to the writer while
+another moves it back. With no preemption the first transfer holds both locks before the
+second starts; when the first thread is preempted between its two acquires (its switch
+interval ends in the audit call), each thread holds one account's lock and waits for the
+other's forever.
 
 Fix: take the two locks in one global order (by account number), whichever way the money
 moves, so no cycle of waiters can form.
@@ -28,6 +29,7 @@ class Account:
     def __init__(self, number: int, balance: int) -> None:
         self.number = number
         self.balance = balance
+        self.audit: list[str] = []
         self.lock = threading.Lock()
 
 
@@ -35,9 +37,11 @@ def transfer(source: Account, target: Account, amount: int, *, ordered: bool) ->
     first, second = source, target
     if ordered and target.number < source.number:
         first, second = target, source
-    with first.lock, second.lock:
-        source.balance -= amount
-        target.balance += amount
+    with first.lock:
+        source.audit.append(f"transfer {amount} to account {target.number}")
+        with second.lock:
+            source.balance -= amount
+            target.balance += amount
 
 
 def _scenario(*, ordered: bool) -> None:
