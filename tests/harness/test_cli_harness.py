@@ -13,6 +13,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -88,22 +89,117 @@ async def needs_an_argument(value):
     pass
 """
 
+# Plain functions: their threads run under control. ``racy_lib`` sits in a directory named
+# site-packages, so its code gets no schedule points unless --instrument names it.
+THREAD_SCENARIOS = """
+import os
+import sys
+import threading
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "site-packages"))
+
+import racy_lib
+
+
+class Registry:
+    def __init__(self):
+        self.items = {}
+        self.created = 0
+
+    def get(self, key):
+        if key not in self.items:
+            self.created += 1
+            self.items[key] = object()
+        return self.items[key]
+
+
+def run_threads(*targets):
+    threads = [threading.Thread(target=target) for target in targets]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def check_then_insert():
+    registry = Registry()
+    run_threads(lambda: registry.get("k"), lambda: registry.get("k"))
+    assert registry.created == 1, f"created {registry.created} times"
+
+
+def locked_insert():
+    registry = Registry()
+    lock = threading.Lock()
+
+    def get():
+        with lock:
+            registry.get("k")
+
+    run_threads(get, get)
+    assert registry.created == 1, f"created {registry.created} times"
+
+
+FIRST = threading.Lock()
+SECOND = threading.Lock()
+
+
+def lock_order():
+    def one():
+        with FIRST, SECOND:
+            pass
+
+    def two():
+        with SECOND, FIRST:
+            pass
+
+    run_threads(one, two)
+
+
+def needs_a_config(config):
+    pass
+
+
+def library_race():
+    registry = racy_lib.Registry()
+    run_threads(lambda: registry.get("k"), lambda: registry.get("k"))
+    assert registry.created == 1, f"created {registry.created} times"
+"""
+
+RACY_LIB = """
+class Registry:
+    def __init__(self):
+        self.items = {}
+        self.created = 0
+
+    def get(self, key):
+        if key not in self.items:
+            self.created += 1
+            self.items[key] = object()
+        return self.items[key]
+"""
+
 STRATEGIES = "auto, random, pct, delay, exhaustive"
 
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A project directory as the current directory, with ``scenarios.py`` in it.
+    """A project directory as the current directory, with ``scenarios.py`` and ``threads.py``.
 
-    The modules the command imports are forgotten afterwards, so each test imports its own.
+    The project's modules the command imports are forgotten afterwards, so each test imports
+    its own. interlace's own modules stay: a second copy of the harness next to the first
+    would not share its state (which code gets schedule points, for one).
     """
     (tmp_path / "scenarios.py").write_text(SCENARIOS, encoding="utf-8")
+    (tmp_path / "threads.py").write_text(THREAD_SCENARIOS, encoding="utf-8")
+    (tmp_path / "site-packages").mkdir()
+    (tmp_path / "site-packages" / "racy_lib.py").write_text(RACY_LIB, encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", list(sys.path))
     before = set(sys.modules)
     yield tmp_path
     for name in set(sys.modules) - before:
-        del sys.modules[name]
+        if name != "interlace" and not name.startswith("interlace."):
+            del sys.modules[name]
 
 
 def invoke(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -340,6 +436,12 @@ def test_a_replay_that_diverges_exits_2_and_says_why(capsys: pytest.CaptureFixtu
             "interlace explore: error: the target needs_an_argument takes required parameters",
         ),
         (
+            ["explore", "threads:needs_a_config"],
+            "interlace explore: error: the target needs_a_config takes required parameters "
+            "(config): explore() calls it with no arguments once per schedule; wrap it, e.g. "
+            "'def scenario(): needs_a_config(...)', and explore the wrapper",
+        ),
+        (
             ["replay", "scenarios:short", "not-a-token"],
             "interlace replay: error: replay token 'not-a-token' does not start with 'il1.'",
         ),
@@ -364,6 +466,11 @@ def test_mistakes_exit_2_with_a_message_and_no_traceback(
         (["--jitter", "soon"], "argument --jitter: 'soon' is not a number of seconds >= 0"),
         (["--strategy", "bfs"], "argument --strategy: invalid choice: 'bfs'"),
         (["--format", "xml"], "argument --format: invalid choice: 'xml'"),
+        (
+            ["--instrument", " , "],
+            "argument --instrument: ' , ' is not a list of module names or paths: write "
+            "e.g. httpx,src/vendored/",
+        ),
     ],
 )
 def test_bad_flags_are_usage_errors(
@@ -394,7 +501,6 @@ def test_an_import_error_in_the_users_module_shows_their_traceback(
 def test_help_explains_every_flag(capsys: pytest.CaptureFixture[str], subcommand: str) -> None:
     assert cli.main([subcommand, "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
-    assert "MODULE:FUNCTION the function to run:" in text
     assert "--format {text,json} text (default)" in text
     if subcommand == "explore":
         assert f"--strategy {{{STRATEGIES.replace(', ', ',')}}} how schedules are chosen" in text
@@ -402,8 +508,12 @@ def test_help_explains_every_flag(capsys: pytest.CaptureFixture[str], subcommand
         assert "--seed N makes the exploration repeatable" in text
         assert "--max-steps N steps one schedule may take" in text
         assert "--jitter SECONDS timers due within" in text
+        assert "--instrument NAMES for a plain (threaded) function: modules or paths" in text
+        assert "a plain function runs with every thread it starts under control" in text
     else:
         assert "TOKEN the replay token" in text
+        assert "--instrument NAMES the same --instrument the exploration had" in text
+    assert "MODULE:FUNCTION the function to run, async def or plain (threads):" in text
 
 
 class _Terminal(io.StringIO):
@@ -434,3 +544,182 @@ def test_progress_is_silent_when_stderr_is_not_a_terminal() -> None:
         progress(done, 1000)
     progress.finish()
     assert stream.getvalue() == ""
+
+
+# -- plain functions: threads under control -------------------------------------------------------
+
+
+@pytest.mark.usefixtures("project")
+def test_explore_finds_a_race_between_the_threads_of_a_plain_function(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = invoke(capsys, "explore", "threads:check_then_insert", "--seed", "5")
+    assert code == cli.EXIT_FINDINGS
+    assert out.startswith("Failing schedule (")
+    assert re.search(
+        r"^ +\d+\. Thread-1 \(<lambda>\): ran -> threads\.py:\d+ \(preempted\)$", out, re.M
+    )
+    assert "<- preempts Thread-1 (<lambda>) (thread preemption)" in out
+    assert "Exception: AssertionError: created 2 times\n" in out
+    assert "Label: needs thread preemption (1 deviation from stock order)\n" in out
+    assert "  interlace.replay(threads.check_then_insert, 'il1." in out
+    assert re.search(r"^  interlace replay threads:check_then_insert il1\.[\w-]+$", out, re.M)
+    assert re.search(r'File ".*threads\.py", line \d+, in check_then_insert\n', out)
+    assert "interlace/" not in out.split("Traceback (most recent call last):")[1]
+    assert err.startswith("interlace explore: found an exception after ")
+    assert "(seed 5, strategy auto(" in err
+
+
+@pytest.mark.usefixtures("project")
+def test_explore_reports_a_lock_order_deadlock_between_threads(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = invoke(capsys, "explore", "threads.py:lock_order", "--seed", "1")
+    assert code == cli.EXIT_FINDINGS
+    assert "\nDeadlock:\n" in out
+    assert re.search(
+        r"^    Thread-1 \(one\) at threads\.py:\d+ waits for Lock threads\.SECOND, held by "
+        r"Thread-2 \(two\)$",
+        out,
+        re.M,
+    )
+    assert re.search(
+        r"^    Thread-2 \(two\) at threads\.py:\d+ waits for Lock threads\.FIRST, held by "
+        r"Thread-1 \(one\)$",
+        out,
+        re.M,
+    )
+    assert "  Wait-for cycle: Thread-1 (one) -> Thread-2 (two) -> Thread-1 (one)\n" in out
+    assert "Label: needs thread preemption" in out
+    assert "  interlace replay threads.py:lock_order il1." in out
+    assert err.startswith("interlace explore: found a deadlock after ")
+
+
+@pytest.mark.usefixtures("project")
+@pytest.mark.parametrize(
+    ("target", "failure"),
+    [
+        ("threads:check_then_insert", "exception"),
+        ("threads:lock_order", "deadlock"),
+        ("threads:locked_insert", None),
+    ],
+)
+def test_explore_json_for_a_plain_function(
+    capsys: pytest.CaptureFixture[str], target: str, failure: str | None
+) -> None:
+    code, out, _ = invoke(
+        capsys, "explore", target, "--seed", "3", "--max-schedules", "60", "--format", "json"
+    )
+    payload = json.loads(out)
+    assert set(payload) == {
+        "target",
+        "failure",
+        "schedules",
+        "exhausted",
+        "strategy",
+        "seed",
+        "elapsed",
+    }
+    assert (payload["target"], payload["seed"]) == (target, 3)
+    if failure is None:
+        assert code == cli.EXIT_CLEAN
+        assert payload["failure"] is None
+        assert payload["schedules"] == 60 or payload["exhausted"]
+        return
+    assert code == cli.EXIT_FINDINGS
+    found = payload["failure"]
+    assert (found["kind"], found["label"], found["deviations"]) == (
+        failure,
+        "needs thread preemption",
+        1,
+    )
+    assert found["token"] in found["report"]
+    expected = "AssertionError: created 2 times" if failure == "exception" else None
+    assert found["exception"] == expected
+
+
+@pytest.mark.usefixtures("project")
+def test_a_threads_token_replays_and_json_names_the_failure(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _, out, _ = invoke(capsys, "explore", "threads:check_then_insert", "--seed", "2")
+    token = token_of(out)
+    code, out, err = invoke(capsys, "replay", "threads:check_then_insert", token, "--format=json")
+    assert code == cli.EXIT_FINDINGS
+    payload = json.loads(out)
+    assert (payload["target"], payload["token"]) == ("threads:check_then_insert", token)
+    assert payload["failure"]["kind"] == "exception"
+    assert payload["failure"]["exception"] == "AssertionError: created 2 times"
+
+    # The fixed version (a lock around the check and the insert) passes the same schedule.
+    code, out, err = invoke(capsys, "replay", "threads:locked_insert", token)
+    assert (code, out) == (cli.EXIT_CLEAN, "")
+    assert err == (
+        "interlace replay: " + cli.MSG_REPLAY_PASSED.format(spec="threads:locked_insert") + "\n"
+    )
+
+
+def test_instrument_gives_a_library_schedule_points_and_the_replay_line_repeats_it(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = invoke(capsys, "explore", "threads:library_race", "--seed", "4")
+    assert (code, out) == (cli.EXIT_CLEAN, "")  # racy_lib is in site-packages: no points
+    assert "the bounded space was explored completely" in err
+
+    code, out, _ = invoke(
+        capsys, "explore", "threads:library_race", "--seed", "4", "--instrument", "racy_lib"
+    )
+    assert code == cli.EXIT_FINDINGS
+    assert re.search(r"Thread-1 \(<lambda>\): ran -> site-packages/racy_lib\.py:\d+", out)
+    token = token_of(out)
+    assert f"  interlace replay threads:library_race {token} --instrument racy_lib\n" in out
+    assert f"  interlace.replay(threads.library_race, '{token}', instrument=['racy_lib'])\n" in (
+        out
+    )
+
+    # The printed line, run as printed, replays the failure step for step.
+    line = re.search(r"^  (interlace replay .+)$", out, flags=re.MULTILINE)
+    assert line is not None
+    replayed = subprocess.run(
+        [sys.executable, "-m", "interlace", *line.group(1).split()[1:]],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert replayed.returncode == cli.EXIT_FINDINGS, replayed.stderr
+    assert _steps(replayed.stdout) == _steps(out)
+
+    # Given twice, or as a list: the same names.
+    code, again, _ = invoke(
+        capsys,
+        "explore",
+        "threads:library_race",
+        "--seed=4",
+        "--instrument=racy_lib,other_lib",
+        "--instrument",
+        "third",
+    )
+    assert code == cli.EXIT_FINDINGS
+    assert "--instrument racy_lib,other_lib,third\n" in again
+
+
+@pytest.mark.usefixtures("project")
+def test_progress_counts_the_schedules_of_a_threads_exploration(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    original = cli.Progress.__init__
+
+    def immediate(self: cli.Progress, stream: Any, prefix: str, **_: Any) -> None:
+        original(self, stream, prefix, delay=0.0, interval=0.0)
+
+    monkeypatch.setattr(cli.Progress, "__init__", immediate)
+    stream = _Terminal()
+    monkeypatch.setattr(sys, "stderr", stream)
+    code = cli.main(["explore", "threads:locked_insert", "--seed=1", "--max-schedules=25"])
+    assert code == cli.EXIT_CLEAN
+    frames = stream.getvalue().split("\r")
+    assert frames[1:-1] == [f"interlace explore: {n}/25 schedules" for n in range(1, 26)]
+    assert frames[-1].startswith("\x1b[K")
+    assert "interlace explore: no failure in 25 schedules" in frames[-1]

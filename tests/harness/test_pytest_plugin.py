@@ -7,6 +7,7 @@ tests and the plugin cannot drift apart. Settings validation runs in-process thr
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
@@ -15,6 +16,11 @@ import time
 
 import pytest
 
+import interlace
+
+# pytester restores sys.modules after each test; importing the harness before any test keeps
+# this process on one copy of it (tests/harness/test_threads_plugin_findings.py says why).
+import interlace.harness.api
 from interlace.harness import pytest_plugin as plugin
 
 # Plugins installed for benchmarks; unrelated to what these tests check and slow to load.
@@ -395,8 +401,18 @@ def test_marker_mistakes_fail_that_test_with_a_message_naming_the_marker(
             pass
 
 
-        @pytest.mark.interlace
-        def test_not_async():
+        @pytest.mark.interlace(instrument="httpx")
+        def test_instrument_not_a_list():
+            pass
+
+
+        @pytest.mark.interlace(instrument=["httpx", "not a module"])
+        def test_instrument_not_a_name():
+            pass
+
+
+        @pytest.mark.interlace(max_schedules=2)
+        def test_plain_is_explored_too():
             pass
 
 
@@ -406,7 +422,7 @@ def test_marker_mistakes_fail_that_test_with_a_message_naming_the_marker(
         """
     )
     result = run(pytester)
-    result.assert_outcomes(passed=1, errors=6, failed=1)
+    result.assert_outcomes(passed=2, errors=8)
     source = plugin.SOURCE_MARKER
     strategies = "'auto', 'random', 'pct', 'delay', 'exhaustive'"
     expected = [
@@ -420,7 +436,18 @@ def test_marker_mistakes_fail_that_test_with_a_message_naming_the_marker(
             setting="strategy", value="bfs", source=source, choices=strategies
         ),
         plugin.MSG_NOT_NUMBER.format(setting="jitter", value=-1, source=source, minimum=0.0),
-        plugin.MSG_NOT_ASYNC.format(nodeid="test_marks.py::test_not_async"),
+        plugin.MSG_NOT_MODULES.format(
+            setting="instrument",
+            value="httpx",
+            source=source,
+            example="instrument=['mypackage', 'src/vendored/']",
+        ),
+        plugin.MSG_NOT_MODULES.format(
+            setting="instrument",
+            value=["httpx", "not a module"],
+            source=source,
+            example="instrument=['mypackage', 'src/vendored/']",
+        ),
     ]
     output = result.stdout.str()
     for message in expected:
@@ -502,6 +529,9 @@ def test_command_line_beats_environment_beats_ini(
         ("option", "max_schedules", "ten", plugin.MSG_NOT_WHOLE),
         ("option", "seed", "0x10", plugin.MSG_NOT_WHOLE),
         ("option", "strategy", "pcts", plugin.MSG_NOT_STRATEGY),
+        ("ini", "instrument", ", ,", plugin.MSG_NOT_MODULES),
+        ("env", "instrument", "httpx,my lib", plugin.MSG_NOT_MODULES),
+        ("option", "instrument", "httpx;anyio", plugin.MSG_NOT_MODULES),
     ],
 )
 def test_a_bad_value_names_its_setting_and_source(
@@ -532,10 +562,41 @@ def test_a_bad_value_names_its_setting_and_source(
         source=where,
         minimum=minimum,
         choices="'auto', 'random', 'pct', 'delay', 'exhaustive'",
+        example=plugin._TEXT_MODULES_EXAMPLE,
     )
     with pytest.raises(pytest.UsageError) as caught:
         _configure(pytester, *args)
     assert str(caught.value) == expected
+
+
+def test_instrument_takes_the_same_precedence_and_anchors_relative_paths_where_written(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("INTERLACE_INSTRUMENT", raising=False)
+    sub = pytester.mkdir("sub")
+    # One name per line or comma-separated; a relative path is relative to the ini file.
+    (sub / "pytest.ini").write_text(
+        INI + "interlace_instrument = ini_lib,\n    vendored/\n", encoding="utf-8"
+    )
+    ini = ["-c", "sub/pytest.ini"]
+    runner = _configure(pytester, *ini)
+    assert runner.settings == {"instrument": ("ini_lib", os.path.join(sub, "vendored/"))}
+    assert runner.replay_option == ""  # the ini file is read again by the replay
+
+    # The environment's and the command line's paths are relative to the current directory,
+    # and the replay line repeats them as given.
+    monkeypatch.setenv("INTERLACE_INSTRUMENT", "env_lib, tools/helpers.py")
+    runner = _configure(pytester, *ini)
+    assert runner.settings == {
+        "instrument": ("env_lib", os.path.join(pytester.path, "tools/helpers.py"))
+    }
+    assert runner.replay_option == "'--interlace-instrument=env_lib, tools/helpers.py'"
+
+    runner = _configure(
+        pytester, *ini, "--interlace-instrument=cli_lib", "--interlace-instrument", "/abs/lib/"
+    )
+    assert runner.settings == {"instrument": ("cli_lib", "/abs/lib/")}
+    assert runner.replay_option == "--interlace-instrument=cli_lib,/abs/lib/"
 
 
 def test_pytest_exit_inside_an_explored_test_ends_the_session(
@@ -666,3 +727,491 @@ def test_the_marker_is_registered_with_its_help(pytester: pytest.Pytester) -> No
     pytester.makeini(INI)
     config = pytester.parseconfigure("--strict-markers")
     assert plugin.MARKER_HELP in config.getini("markers")
+
+
+# -- plain tests: their threads run under control -------------------------------------------------
+
+THREAD_BUGS = """
+import threading
+
+import pytest
+
+
+class Registry:
+    def __init__(self):
+        self.items = {}
+        self.created = 0
+
+    def get(self, key):
+        if key not in self.items:
+            self.created += 1
+            self.items[key] = object()
+        return self.items[key]
+
+
+@pytest.fixture
+def keys():
+    return ("k", "k")
+
+
+@pytest.mark.interlace(seed=7)
+def test_one_client(keys):
+    registry = Registry()
+    threads = [threading.Thread(target=registry.get, args=(key,)) for key in keys]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert registry.created == 1
+"""
+
+THREAD_FIXED = THREAD_BUGS.replace(
+    "    def get(self, key):\n        if",
+    "    lock = threading.Lock()\n\n    def get(self, key):\n        with self.lock:\n"
+    "            return self._get(key)\n\n    def _get(self, key):\n        if",
+)
+
+
+def test_a_plain_test_runs_its_threads_under_control_and_its_replay_line_fails_the_same_way(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini(INI)
+    pytester.makepyfile(test_clients=THREAD_BUGS)
+    found = run(pytester)
+    found.assert_outcomes(failed=1)
+    nodeid = "test_clients.py::test_one_client"
+    found.stdout.fnmatch_lines(
+        [
+            ">       assert registry.created == 1",
+            "E       assert 2 == 1",
+            "E       interlace: failing schedule (*), needs thread preemption.",
+            f"E           pytest '{nodeid}' --interlace-replay=il1.*",
+            "E           interlace.replay(<test_clients.test_one_client called with its "
+            "fixtures>, 'il1.*')",
+            "*- Captured interlace call -*",
+            pattern(plugin.MSG_EXPLORED, nodeid=nodeid, seed=7),
+            "Failing schedule (* steps, shrunk from *):",
+            "  *. Thread-1 (get): ran -> test_clients.py:* (preempted)",
+            "  *. Thread-2 (get): ran -> (finished)    <- preempts Thread-1 (get) (thread "
+            "preemption)",
+            "Label: needs thread preemption (1 deviation from stock order)",
+        ]
+    )
+    args = replay_line(found.stdout.str(), nodeid)
+
+    replayed = run(pytester, *args)
+    replayed.assert_outcomes(failed=1)
+    replayed.stdout.fnmatch_lines(
+        [
+            "E       assert 2 == 1",
+            "*= interlace =*",
+            plugin.MSG_REPLAY_FAILED.format(nodeid=nodeid, kind="exception"),
+        ]
+    )
+    assert _schedule(replayed.stdout.str()) == _schedule(found.stdout.str())
+
+    pytester.makepyfile(test_clients=THREAD_FIXED)
+    fixed = run(pytester, *args)
+    fixed.assert_outcomes(passed=1)
+    fixed.stdout.fnmatch_lines([plugin.MSG_REPLAY_PASSED.format(nodeid=nodeid)])
+    explored = run(pytester, "-rP")
+    explored.assert_outcomes(passed=1)
+    explored.stdout.fnmatch_lines(
+        [pattern(plugin.MSG_EXPLORED, nodeid=nodeid, outcome="no failure", seed=7)]
+    )
+
+    # A token from an async def exploration means nothing for a plain test: said, not raised.
+    async_token = _async_failure_token()
+    mismatched = run(pytester, nodeid, f"--interlace-replay={async_token}")
+    mismatched.assert_outcomes(failed=1)
+    mismatched.stdout.fnmatch_lines(
+        [
+            "*"
+            + plugin.MSG_HARNESS_ERROR.format(
+                nodeid=nodeid,
+                error="the token was made by exploring an async def function, but "
+                "'test_one_client' is a plain function*",
+            )
+        ]
+    )
+    assert "Traceback" not in mismatched.stdout.str()
+
+
+def _async_failure_token() -> str:
+    async def fails() -> None:
+        raise RuntimeError("fails under stock order")
+
+    failure = interlace.explore(fails, max_schedules=1, seed=0).failure
+    assert failure is not None
+    return failure.token
+
+
+def test_a_thread_deadlock_fails_with_the_wait_for_graph_and_settings_keep_their_precedence(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini(INI)
+    pytester.makepyfile(
+        test_locks="""
+        import threading
+
+        import pytest
+
+        FIRST = threading.Lock()
+        SECOND = threading.Lock()
+        seen = []
+
+
+        def run_threads(*targets):
+            threads = [threading.Thread(target=target) for target in targets]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+
+
+        @pytest.mark.interlace(seed=3, max_schedules=300)
+        def test_lock_order():
+            def one():
+                with FIRST, SECOND:
+                    pass
+
+            def two():
+                with SECOND, FIRST:
+                    pass
+
+            run_threads(one, two)
+
+
+        @pytest.mark.interlace
+        def test_settings_from_the_command_line(tmp_path):
+            seen.append(tmp_path)
+            run_threads(lambda: None)
+
+
+        def test_fixtures_are_resolved_once_per_test():
+            assert len(seen) == 2 and seen[0] == seen[1]
+        """
+    )
+    result = run(pytester, "-v", "--interlace-seed=9", "--interlace-max-schedules=2")
+    result.assert_outcomes(failed=1, passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            plugin.MSG_FOUND.format(
+                article="a",
+                kind="deadlock",
+                nodeid="test_locks.py::test_lock_order",
+                schedules="*",
+                seed=3,
+            ),
+            "Failing schedule (* steps, shrunk from *):",
+            "Deadlock:",
+            "  No thread can run and no timeout is pending. Waiting:",
+            "    Thread-1 (one) at test_locks.py:* waits for Lock test_locks.SECOND, held by "
+            "Thread-2 (two)",
+            "    Thread-2 (two) at test_locks.py:* waits for Lock test_locks.FIRST, held by "
+            "Thread-1 (one)",
+            "  Wait-for cycle: Thread-1 (one) -> Thread-2 (two) -> Thread-1 (one)",
+            "Label: needs thread preemption (1 deviation from stock order)",
+            "  pytest 'test_locks.py::test_lock_order' --interlace-replay=il1.*",
+            "  interlace.replay(test_locks.test_lock_order, 'il1.*')",
+            "  interlace replay test_locks.py:test_lock_order il1.*",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "*= interlace =*",
+            pattern(
+                plugin.MSG_EXPLORED,
+                nodeid="test_locks.py::test_settings_from_the_command_line",
+                outcome="no failure",
+                schedules="2 schedules",
+                seed=9,
+            ),
+        ]
+    )
+
+
+LIBRARY = """
+class Registry:
+    def __init__(self):
+        self.items = {}
+        self.created = 0
+
+    def get(self, key):
+        if key not in self.items:
+            self.created += 1
+            self.items[key] = object()
+        return self.items[key]
+"""
+
+
+def test_instrument_gives_a_library_schedule_points_and_the_replay_line_repeats_it(
+    pytester: pytest.Pytester,
+) -> None:
+    # A directory named site-packages: its code gets no schedule points unless instrumented.
+    pytester.makeini(INI + "pythonpath = site-packages\n")
+    pytester.mkdir("site-packages")
+    (pytester.path / "site-packages" / "racy_lib.py").write_text(LIBRARY, encoding="utf-8")
+    pytester.makepyfile(
+        test_library="""
+        import threading
+
+        import pytest
+
+        import racy_lib
+
+
+        def one_client():
+            registry = racy_lib.Registry()
+            threads = [threading.Thread(target=registry.get, args=("k",)) for _ in range(2)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            assert registry.created == 1
+
+
+        @pytest.mark.interlace(seed=1, max_schedules=200)
+        def test_settings():
+            one_client()
+
+
+        @pytest.mark.interlace(seed=1, max_schedules=200, instrument=[])
+        def test_marker_instruments_nothing_more():
+            one_client()
+
+
+        @pytest.mark.interlace(seed=1, max_schedules=200, instrument=["racy_lib"])
+        def test_marker_instruments_the_library():
+            one_client()
+        """
+    )
+    plain = run(pytester)
+    plain.assert_outcomes(passed=2, failed=1)
+    plain.stdout.fnmatch_lines(["FAILED test_library.py::test_marker_instruments_the_library*"])
+
+    instrumented = run(pytester, "--interlace-instrument=racy_lib")
+    instrumented.assert_outcomes(passed=1, failed=2)
+    nodeid = "test_library.py::test_settings"
+    instrumented.stdout.fnmatch_lines(
+        [
+            f"E           pytest '{nodeid}' --interlace-replay=il1.* --interlace-instrument="
+            "racy_lib",
+            "E           interlace.replay(test_library.test_settings, 'il1.*', "
+            "instrument=[[]'racy_lib'])",
+            "E           interlace replay test_library.py:test_settings il1.* --instrument "
+            "racy_lib",
+        ]
+    )
+    assert "test_library.py::test_marker_instruments_nothing_more PASSED" not in (
+        instrumented.stdout.str()
+    )
+    line = re.search(
+        rf"pytest '({re.escape(nodeid)})' (--interlace-replay=il1\.[\w-]+) "
+        r"(--interlace-instrument=racy_lib)",
+        instrumented.stdout.str(),
+    )
+    assert line is not None
+    replayed = run(pytester, *line.groups())
+    replayed.assert_outcomes(failed=1)
+    replayed.stdout.fnmatch_lines(
+        [plugin.MSG_REPLAY_FAILED.format(nodeid=nodeid, kind="exception")]
+    )
+    without = run(pytester, *line.groups()[:2])  # without the library's points: not this schedule
+    assert "the schedule in --interlace-replay still fails" not in without.stdout.str()
+
+
+@pytest.mark.parametrize("where", ["test", "thread"])
+def test_pytest_exit_inside_a_plain_explored_test_or_its_thread_ends_the_session(
+    pytester: pytest.Pytester, where: str
+) -> None:
+    pytester.makeini(INI)
+    pytester.makepyfile(
+        f"""
+        import threading
+
+        import pytest
+
+
+        def leave():
+            pytest.exit("leaving from inside the schedule", returncode=3)
+
+
+        @pytest.mark.interlace
+        def test_exits():
+            if {where!r} == "test":
+                leave()
+            thread = threading.Thread(target=leave)
+            thread.start()
+            thread.join()
+
+
+        def test_never_runs():
+            open("ran", "w").close()
+        """
+    )
+    result = run(pytester)
+    assert result.ret == 3
+    result.stdout.fnmatch_lines(["*Exit: leaving from inside the schedule*"])
+    assert not (pytester.path / "ran").exists()
+
+
+def test_skip_inside_a_plain_explored_test_or_its_thread_skips_it(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini(INI)
+    pytester.makepyfile(
+        """
+        import threading
+
+        import pytest
+
+
+        @pytest.mark.interlace
+        def test_skips():
+            pytest.skip("skipped from the test")
+
+
+        @pytest.mark.interlace
+        def test_skips_in_a_thread():
+            thread = threading.Thread(target=pytest.skip, args=("skipped from a thread",))
+            thread.start()
+            thread.join()
+        """
+    )
+    result = run(pytester, "-rs")
+    result.assert_outcomes(skipped=2)
+    result.stdout.fnmatch_lines_random(
+        ["SKIPPED * skipped from the test", "SKIPPED * skipped from a thread"]
+    )
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="sends SIGINT")
+def test_ctrl_c_during_a_threads_exploration_interrupts_the_session(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini(INI)
+    pytester.makepyfile(
+        """
+        import pathlib
+        import threading
+
+        import pytest
+
+
+        @pytest.mark.interlace(max_schedules=1_000_000, strategy="random")
+        def test_long_exploration():
+            pathlib.Path("started").touch()
+            count = [0]
+
+            def work():
+                for _ in range(50):
+                    count[0] += 1
+
+            threads = [threading.Thread(target=work) for _ in range(2)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+
+
+        def test_never_runs():
+            pathlib.Path("ran").touch()
+        """
+    )
+    process = pytester.popen(
+        [sys.executable, "-m", "pytest", *_QUIET],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    deadline = time.monotonic() + 60
+    while not (pytester.path / "started").exists():
+        assert process.poll() is None
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    time.sleep(0.5)  # well inside the exploration, most likely while a thread holds the baton
+    process.send_signal(signal.SIGINT)
+    output, _ = process.communicate(timeout=60)
+    assert process.returncode == pytest.ExitCode.INTERRUPTED, output
+    assert "! KeyboardInterrupt !" in output
+    assert not (pytester.path / "ran").exists()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the signal method needs SIGALRM")
+@pytest.mark.parametrize(
+    ("body", "blocked_at"),
+    [
+        ("os.read(read_end, 1)", "os.read(read_end, 1)"),
+        (
+            "worker = threading.Thread(target=os.read, args=(read_end, 1), daemon=True)\n"
+            "            worker.start()\n"
+            "            worker.join()",
+            "worker.join()",
+        ),
+    ],
+    ids=["the-test-blocks", "its-thread-blocks"],
+)
+def test_pytest_timeout_signal_method_fails_a_plain_explored_test_that_blocks(
+    pytester: pytest.Pytester, body: str, blocked_at: str
+) -> None:
+    pytester.makeini(INI)
+    pytester.makepyfile(
+        f"""
+        import os
+        import threading
+
+        import pytest
+
+
+        @pytest.mark.timeout(1, method="signal")
+        @pytest.mark.interlace
+        def test_blocks():
+            read_end, _ = os.pipe()  # nothing is ever written: a real, endless wait
+            {body}
+
+
+        def test_runs_afterwards():
+            pass
+        """
+    )
+    result = run(pytester, "--durations=0")
+    result.assert_outcomes(failed=1, passed=1)
+    # The traceback ends in the test, where it was blocked, not inside interlace's scheduler.
+    result.stdout.fnmatch_lines(
+        [
+            f">       {blocked_at}",
+            "E       Failed: Timeout (>1.0s) from pytest-timeout.",
+            "",
+            "test_pytest_timeout_signal_method_fails_a_plain_explored_test_that_blocks.py:*: "
+            "Failed",
+        ]
+    )
+    durations = re.search(r"([\d.]+)s call +\S+::test_blocks", result.stdout.str())
+    assert durations is not None
+    assert float(durations.group(1)) < 10
+
+
+def test_pytest_timeout_thread_method_ends_a_blocked_plain_explored_test(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini(INI)
+    pytester.makepyfile(
+        """
+        import os
+
+        import pytest
+
+
+        @pytest.mark.timeout(1, method="thread")
+        @pytest.mark.interlace
+        def test_blocks_the_thread():
+            read_end, _ = os.pipe()
+            os.read(read_end, 1)
+        """
+    )
+    result = pytester.runpytest_subprocess(*_QUIET, timeout=30)
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*+ Timeout +*", "*os.read(read_end, 1)", "*+ Timeout +*"])

@@ -6,6 +6,7 @@ The engine knows nothing about asyncio or threads: it drives a backend through
 
 from __future__ import annotations
 
+import shlex
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -46,11 +47,18 @@ class ReplayHints:
             empty when there is none (a test that takes fixtures).
         cli: the target as ``MODULE:FUNCTION`` for ``interlace replay``, or empty.
         pytest: the pytest node id, or empty outside pytest.
+        instrument: the modules and paths the exploration instrumented (plain-function
+            targets): the API and command-line lines pass them again, since the schedule
+            points, and so the schedule, depend on them.
+        pytest_options: options the pytest line repeats after the token (the plugin's
+            ``--interlace-instrument`` when it came from the command line or environment).
     """
 
     api: str
     cli: str = ""
     pytest: str = ""
+    instrument: tuple[str, ...] = ()
+    pytest_options: str = ""
 
 
 def label_for(decisions: Sequence[Decision], backend: str) -> str:
@@ -202,11 +210,16 @@ def replay_lines(token: str, hints: ReplayHints) -> list[str]:
     """The copy-pasteable lines that replay a schedule (pytest, API, command line)."""
     lines = []
     if hints.pytest:
-        lines.append(f"pytest '{hints.pytest}' --interlace-replay={token}")
+        options = f" {hints.pytest_options}" if hints.pytest_options else ""
+        lines.append(f"pytest '{hints.pytest}' --interlace-replay={token}{options}")
     if hints.api:
-        lines.append(f"interlace.replay({hints.api}, {token!r})")
+        instrument = f", instrument={list(hints.instrument)!r}" if hints.instrument else ""
+        lines.append(f"interlace.replay({hints.api}, {token!r}{instrument})")
     if hints.cli:
-        lines.append(f"interlace replay {hints.cli} {token}")
+        instrument = ""
+        if hints.instrument:
+            instrument = " --instrument " + shlex.quote(",".join(hints.instrument))
+        lines.append(f"interlace replay {hints.cli} {token}{instrument}")
     return lines
 
 

@@ -53,12 +53,13 @@ def check_target(target: Any) -> Callable[[], Any]:
     """Validate an explore/replay target and return it.
 
     Raises:
-        InvalidTargetError: not a zero-argument ``async def`` function.
+        InvalidTargetError: not a zero-argument function (``async def`` or plain).
     """
     if not callable(target):
         raise InvalidTargetError(
-            f"the target must be a zero-argument async def function, got {target!r} "
-            f"({type(target).__name__}); pass the function itself, not a call of it"
+            f"the target must be a zero-argument function (async def, or plain with its "
+            f"threads), got {target!r} ({type(target).__name__}); pass the function itself, "
+            "not a call of it"
         )
     if inspect.iscoroutine(target):
         raise InvalidTargetError(
@@ -77,10 +78,15 @@ def check_target(target: Any) -> Callable[[], Any]:
             if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
         ]
         if required:
+            wrapper = (
+                f"async def scenario(): await {name}(...)"
+                if inspect.iscoroutinefunction(target)
+                else f"def scenario(): {name}(...)"
+            )
             raise InvalidTargetError(
                 f"the target {name} takes required parameters ({', '.join(required)}): "
                 "explore() calls it with no arguments once per schedule; wrap it, e.g. "
-                f"'async def scenario(): await {name}(...)', and explore the wrapper"
+                f"'{wrapper}', and explore the wrapper"
             )
     if inspect.isasyncgenfunction(target) or inspect.isgeneratorfunction(target):
         raise InvalidTargetError(
@@ -131,13 +137,13 @@ def _check_instrument(instrument: object, source: str) -> tuple[str, ...]:
     return tuple(instrument)  # type: ignore[arg-type]
 
 
-def _hints(target: Callable[..., Any]) -> ReplayHints:
+def _hints(target: Callable[..., Any], instrument: tuple[str, ...]) -> ReplayHints:
     module = getattr(target, "__module__", None) or "__main__"
     qualname = str(getattr(target, "__qualname__", None) or getattr(target, "__name__", "target"))
     # A function defined in __main__ or inside another function cannot be imported by
     # `interlace replay MODULE:FUNCTION`, so the report leaves that line out.
     cli = f"{module}:{qualname}" if "<" not in qualname and module != "__main__" else ""
-    return ReplayHints(api=f"{module}.{qualname}", cli=cli)
+    return ReplayHints(api=f"{module}.{qualname}", cli=cli, instrument=instrument)
 
 
 def explore(
@@ -225,7 +231,7 @@ def explore(
             _strategy(strategy, settings.backend, seed, bound, depth, max_schedules),
             max_schedules=max_schedules,
             seed=seed,
-            hints=hints or _hints(target),
+            hints=hints or _hints(target, instrumented),
             max_seconds=max_seconds,
             progress=progress,
         )
@@ -243,6 +249,9 @@ def replay(
     Args:
         target: the same target the token was made with.
         token: a replay token from ``Failure.token`` or a report.
+        hints: how the report names the target in its replay lines.
+        instrument: the same ``instrument`` the exploration was given (the token does not
+            carry it: it decides where the schedule points are).
 
     Returns:
         The failure again (with a freshly recorded report), or None if this schedule no
@@ -280,4 +289,5 @@ def replay(
                 f"schedule's decision at step {missing[0].step}. {_DIVERGENCE_CAUSES}"
             )
         return None
-    return make_failure(backend, result, result.steps, hints or _hints(target), recorded=result)
+    hints = hints or _hints(target, instrumented)
+    return make_failure(backend, result, result.steps, hints, recorded=result)

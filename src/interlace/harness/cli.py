@@ -1,8 +1,10 @@
 """``interlace explore`` and ``interlace replay``: the harness on the command line.
 
-``interlace explore MODULE:FUNCTION`` runs a zero-argument ``async def`` function under many
-schedules; ``interlace replay MODULE:FUNCTION TOKEN`` re-runs one schedule exactly. The report
-goes to stdout, the one-line summary, progress and errors to stderr. Exit codes: 0 no failure,
+``interlace explore MODULE:FUNCTION`` runs a zero-argument function under many schedules: an
+``async def`` one on the controlled event loop, a plain one with every thread it starts under
+control (``--instrument`` widens where its schedule points go); ``interlace replay
+MODULE:FUNCTION TOKEN`` re-runs one schedule exactly. The report goes to stdout, the one-line
+summary, progress and errors to stderr. Exit codes: 0 no failure,
 1 a failing schedule (for ``replay``: the schedule still fails), 2 a usage, configuration or
 import error, or a replay that diverged.
 
@@ -60,10 +62,14 @@ MSG_REPLAY_PASSED = "the schedule no longer fails: {spec} ran to completion unde
 MSG_PROGRESS = "\r{prefix}: {done}/{total} schedules"
 
 _TEXT_HELP_EXPLORE = (
-    "Run a zero-argument async def function under many deterministic schedules (a controlled "
-    "event loop with a virtual clock) and report the first failing schedule, shrunk, with the "
-    "command that replays it. The report goes to stdout, a one-line summary to stderr. Exit "
-    "status: 0 no failure, 1 a failure was found, 2 a usage or import error."
+    "Run a zero-argument function under many deterministic schedules and report the first "
+    "failing schedule, shrunk, with the command that replays it. An async def function runs "
+    "on a controlled event loop with a virtual clock; a plain function runs with every thread "
+    "it starts under control: one thread at a time, switched at schedule points in your code "
+    "(not the standard library or site-packages, unless --instrument says so) and at every "
+    "lock, wait, join and sleep, with sleeps and timeouts on a virtual clock. The report goes "
+    "to stdout, a one-line summary to stderr. Exit status: 0 no failure, 1 a failure was "
+    "found, 2 a usage or import error."
 )
 _TEXT_HELP_REPLAY = (
     "Re-run exactly the schedule in TOKEN (printed by 'interlace explore', by the pytest "
@@ -72,8 +78,14 @@ _TEXT_HELP_REPLAY = (
     "(the code changed, or it depends on the wall clock, real I/O or unseeded randomness)."
 )
 _TARGET_HELP = (
-    "the function to run: MODULE:FUNCTION (imported with the current directory on sys.path, "
-    "e.g. tests.test_bank:test_transfer) or path/to/file.py:FUNCTION"
+    "the function to run, async def or plain (threads): MODULE:FUNCTION (imported with the "
+    "current directory on sys.path, e.g. tests.test_bank:test_transfer) or "
+    "path/to/file.py:FUNCTION"
+)
+_INSTRUMENT_HELP = (
+    "for a plain (threaded) function: modules or paths, comma-separated, whose code also "
+    "gets schedule points, e.g. httpx,src/vendored/ (default: only code outside the standard "
+    "library and site-packages). May be repeated"
 )
 _FORMAT_HELP = (
     "text (default): the report on stdout; json: one JSON object on stdout with the keys "
@@ -93,6 +105,22 @@ def _whole(minimum: int) -> Callable[[str], int]:
 
     parse.__name__ = f"whole number >= {minimum}"
     return parse
+
+
+def _names(text: str) -> list[str]:
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a list of module names or paths: write e.g. httpx,src/vendored/"
+        )
+    return names
+
+
+_names.__name__ = "list of module names or paths"
+
+
+def _instrument(groups: list[list[str]] | None) -> tuple[str, ...]:
+    return tuple(name for group in groups or () for name in group)
 
 
 def _seconds(text: str) -> float:
@@ -117,7 +145,8 @@ def add_explore_parser(subparsers: Any) -> argparse.ArgumentParser:
 
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "explore",
-        help="run an async def function under many schedules and report a failing one",
+        help="run a function (async def, or plain with its threads) under many schedules and "
+        "report a failing one",
         description=_TEXT_HELP_EXPLORE,
     )
     parser.add_argument("target", metavar="MODULE:FUNCTION", help=_TARGET_HELP)
@@ -163,6 +192,14 @@ def add_explore_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="timers due within this many seconds of each other may fire in either order, "
         "as real timer jitter allows (default 0.01; 0 disables timer reordering)",
     )
+    parser.add_argument(
+        "--instrument",
+        type=_names,
+        action="append",
+        default=None,
+        metavar="NAMES",
+        help=_INSTRUMENT_HELP,
+    )
     parser.add_argument("--format", choices=("text", "json"), default="text", help=_FORMAT_HELP)
     parser.set_defaults(run=run_explore)
     return parser
@@ -180,6 +217,15 @@ def add_replay_parser(subparsers: Any) -> argparse.ArgumentParser:
         "token",
         metavar="TOKEN",
         help="the replay token (il1.…) from a report; the schedule's settings travel in it",
+    )
+    parser.add_argument(
+        "--instrument",
+        type=_names,
+        action="append",
+        default=None,
+        metavar="NAMES",
+        help="the same --instrument the exploration had (the report's replay line repeats "
+        "it): it decides where a plain function's schedule points are",
     )
     parser.add_argument(
         "--format",
@@ -409,10 +455,10 @@ def _seed_part(exploration: Exploration) -> str:
     return f"seed {exploration.seed}, strategy {exploration.strategy}"
 
 
-def _hints(target: Target) -> Any:
+def _hints(target: Target, instrument: tuple[str, ...]) -> Any:
     from interlace._core.explorer import ReplayHints
 
-    return ReplayHints(api=target.api, cli=target.spec)
+    return ReplayHints(api=target.api, cli=target.spec, instrument=instrument)
 
 
 def run_explore(
@@ -430,6 +476,7 @@ def run_explore(
         options["max_steps"] = args.max_steps
     if args.jitter is not None:
         options["jitter"] = args.jitter
+    instrument = _instrument(args.instrument)
     progress = Progress(err, prefix)
     try:
         target = resolve_target(args.target)
@@ -439,7 +486,8 @@ def run_explore(
             max_schedules=args.max_schedules,
             seed=args.seed,
             progress=progress,
-            hints=_hints(target),
+            hints=_hints(target, instrument),
+            instrument=instrument,
             **options,
         )
     except (UsageError, InterlaceError) as exc:
@@ -492,9 +540,12 @@ def run_replay(
     from interlace.errors import InterlaceError
     from interlace.harness.api import replay
 
+    instrument = _instrument(args.instrument)
     try:
         target = resolve_target(args.target)
-        failure = replay(target.function, args.token, hints=_hints(target))
+        failure = replay(
+            target.function, args.token, hints=_hints(target, instrument), instrument=instrument
+        )
     except (UsageError, InterlaceError) as exc:
         print(f"{prefix}: error: {exc}", file=err)
         return EXIT_ERROR

@@ -1,15 +1,22 @@
-"""The interlace pytest plugin: ``@pytest.mark.interlace`` runs an ``async def`` test under
+"""The interlace pytest plugin: ``@pytest.mark.interlace`` runs a test under
 :func:`interlace.explore`.
+
+An ``async def`` test runs on the controlled event loop; a plain test function runs with every
+thread it starts under control (the threads backend). Either way the test body is the target,
+called once per schedule with the fixture values pytest resolved once for the test.
 
 Opt-in: only tests carrying the marker are touched, and loading the plugin imports nothing
 beyond pytest and the standard library (the harness is imported inside the hooks, on first use).
 
 Settings, one name per knob (STYLE.md): marker keyword ``max_schedules``, option
 ``--interlace-max-schedules``, environment variable ``INTERLACE_MAX_SCHEDULES``, ini key
-``interlace_max_schedules`` (likewise ``strategy`` and ``seed``). Precedence: marker > command
-line > environment > ini file. Every value is validated with its source named; a bad value from
-the command line, the environment or the ini file is a usage error of the whole run, a bad
-marker argument an error of that test.
+``interlace_max_schedules`` (likewise ``strategy``, ``seed`` and ``instrument``). Precedence:
+marker > command line > environment > ini file. Every value is validated with its source named;
+a bad value from the command line, the environment or the ini file is a usage error of the
+whole run, a bad marker argument an error of that test. ``instrument`` is a list of module
+names or paths (comma-separated in the text sources); a relative path is made absolute from
+where it was written: the invocation directory (command line, environment), the ini file's
+directory, or the rootdir (marker).
 
 ``--interlace-replay=TOKEN`` replays one schedule for the selected marked tests instead of
 exploring; the report of every failure prints the exact ``pytest '<nodeid>'
@@ -18,17 +25,20 @@ exploring; the report of every failure prints the exact ``pytest '<nodeid>'
 Coexistence: the ``pytest_pyfunc_call`` hook runs first for marked tests and returns True, so
 pytest-asyncio (auto or strict mode) and anyio's plugin do not run them a second time; their
 unmarked tests are untouched. Ctrl-C, ``pytest.exit``, ``pytest.skip`` and ``pytest.xfail``
-inside an explored test end it as they would anywhere; a pytest-timeout alarm (signal method)
-inside the test ends the exploration and fails the test with the timeout.
+inside an explored test (in any of its threads, for a plain test) end it as they would
+anywhere; a pytest-timeout alarm (signal method) inside the test ends the exploration and
+fails the test with the timeout.
 """
 
 from __future__ import annotations
 
 import inspect
 import os
+import shlex
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
-from types import TracebackType
+from pathlib import Path
+from types import CodeType, TracebackType
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -44,9 +54,10 @@ RUNNER_NAME = "interlace-runner"
 
 MARKER_HELP = (
     "interlace(max_schedules=..., strategy=..., seed=..., max_steps=..., max_time=..., "
-    "jitter=..., bound=..., depth=..., max_seconds=...): run this async def test under "
-    "interlace.explore, many deterministic schedules on a controlled event loop; a failure "
-    "shows the shrunk schedule and the command line that replays it"
+    "jitter=..., bound=..., depth=..., max_seconds=..., instrument=[...]): run this test "
+    "under interlace.explore, many deterministic schedules: an async def test on a "
+    "controlled event loop, a plain test with every thread it starts under control; a "
+    "failure shows the shrunk schedule and the command line that replays it"
 )
 
 # Where a value came from, as the messages name it.
@@ -59,17 +70,15 @@ SOURCE_INI = "the ini file"
 MSG_NOT_WHOLE = "{setting}={value!r} from {source} is not a whole number >= {minimum}"
 MSG_NOT_NUMBER = "{setting}={value!r} from {source} is not a number >= {minimum}"
 MSG_NOT_STRATEGY = "{setting}={value!r} from {source} is not a strategy: use one of {choices}"
+MSG_NOT_MODULES = (
+    "{setting}={value!r} from {source} is not a list of module names or paths: write e.g. {example}"
+)
 MSG_MARKER_POSITIONAL = (
     "@pytest.mark.interlace takes keyword arguments only, got {args!r}: write e.g. "
     "@pytest.mark.interlace(max_schedules=200)"
 )
 MSG_MARKER_UNKNOWN = "@pytest.mark.interlace got an unknown argument {name!r}: use one of {choices}"
 MSG_BAD_TOKEN = "--interlace-replay={token!r} from the command line is not usable: {reason}"
-MSG_NOT_ASYNC = (
-    "{nodeid} is marked @pytest.mark.interlace but is not an async def function: interlace "
-    "explores async def tests on its controlled event loop (plain functions that start threads "
-    "come in a later release). Make the test an async def, or remove the marker"
-)
 MSG_ANYIO_BACKEND = (
     "{nodeid} is marked @pytest.mark.interlace but runs on the anyio backend {backend!r}: "
     "interlace explores the asyncio backend only; parametrize anyio_backend with 'asyncio' "
@@ -95,7 +104,7 @@ MSG_REPLAY_UNUSED = (
 )
 SECTION = "interlace"
 
-# knob -> (kind, minimum, example); kinds: "whole", "number", "strategy".
+# knob -> (kind, minimum, example); kinds: "whole", "number", "strategy", "modules".
 _MARKER_KNOBS: dict[str, tuple[str, float, str]] = {
     "max_schedules": ("whole", 1, "500"),
     "strategy": ("strategy", 0, "'auto'"),
@@ -106,9 +115,11 @@ _MARKER_KNOBS: dict[str, tuple[str, float, str]] = {
     "bound": ("whole", 0, "2"),
     "depth": ("whole", 1, "3"),
     "max_seconds": ("number", 0.0, "60.0"),
+    "instrument": ("modules", 0, "['mypackage', 'src/vendored/']"),
 }
 # The knobs that can also come from the command line, the environment and the ini file.
-_CONFIG_KNOBS = ("max_schedules", "strategy", "seed")
+_CONFIG_KNOBS = ("max_schedules", "strategy", "seed", "instrument")
+_TEXT_MODULES_EXAMPLE = "'mypackage,src/vendored/'"
 
 
 class _Invalid(Exception):
@@ -133,11 +144,46 @@ def _strategies() -> tuple[str, ...]:
     return tuple(STRATEGIES)
 
 
+def _is_path(name: str) -> bool:
+    return "/" in name or os.sep in name or name.endswith(".py")
+
+
+def _is_module_or_path(name: str) -> bool:
+    """A dotted module name, a path (``src/vendored/``, ``lib.py``) or a ``<string>`` name."""
+    if _is_path(name) or (name.startswith("<") and name.endswith(">")):
+        return True
+    return all(part.isidentifier() for part in name.split("."))
+
+
+def _check_modules(setting: str, value: object, source: str, text: str | None) -> list[str]:
+    names: object
+    if text is not None:
+        names = [name.strip() for name in text.replace("\n", ",").split(",") if name.strip()]
+        example = _TEXT_MODULES_EXAMPLE
+        empty = not names  # an empty text is unset; a text of only commas is a mistake
+    else:
+        # The marker may say instrument=[] to instrument nothing more for this test.
+        names = value
+        example = "instrument=" + _MARKER_KNOBS["instrument"][2]
+        empty = False
+    if (
+        empty
+        or not isinstance(names, (list, tuple))
+        or not all(isinstance(name, str) and _is_module_or_path(name) for name in names)
+    ):
+        raise _Invalid(
+            MSG_NOT_MODULES.format(setting=setting, value=value, source=source, example=example)
+        )
+    return list(names)
+
+
 def _check(knob: str, setting: str, value: object, source: str) -> object:
     """Validate one value: a string from the config sources, any object from the marker."""
     kind, minimum, _ = _MARKER_KNOBS[knob]
     # Config sources give text to parse; the marker gives Python values to check as they are.
     text = value.strip() if isinstance(value, str) and source != SOURCE_MARKER else None
+    if kind == "modules":
+        return _check_modules(setting, value, source, text)
     if kind == "strategy":
         choices = _strategies()
         name = text if text is not None else value
@@ -182,21 +228,47 @@ def _check(knob: str, setting: str, value: object, source: str) -> object:
     return float(real)
 
 
-def _config_settings(config: pytest.Config) -> dict[str, object]:
-    """The command line > environment > ini file value of each config knob that is set."""
+def _anchored(names: list[str], base: Path) -> tuple[str, ...]:
+    """Relative paths made absolute from ``base``; module names as they are."""
+    return tuple(
+        os.path.join(base, name) if _is_path(name) and not os.path.isabs(name) else name
+        for name in names
+    )
+
+
+def _config_settings(config: pytest.Config) -> tuple[dict[str, object], str]:
+    """The command line > environment > ini file value of each config knob that is set.
+
+    Returns:
+        The settings, and the ``--interlace-instrument`` option a replay line must repeat
+        (when ``instrument`` came from the command line or the environment), or "".
+    """
     settings: dict[str, object] = {}
+    replay_option = ""
+    option = config.getoption(_ini("instrument"))
+    invocation = Path(config.invocation_params.dir)
+    ini_dir = config.inipath.parent if config.inipath is not None else config.rootpath
     for knob in _CONFIG_KNOBS:
-        candidates: list[tuple[str, object, str]] = [
-            (_option(knob), config.getoption(_ini(knob)), SOURCE_COMMAND_LINE),
-            (_env(knob), os.environ.get(_env(knob)), SOURCE_ENVIRONMENT),
-            (_ini(knob), config.getini(_ini(knob)), SOURCE_INI),
+        from_option = config.getoption(_ini(knob))
+        if knob == "instrument" and option is not None:
+            from_option = ",".join(option)  # the option may be given several times
+        candidates: list[tuple[str, object, str, Path]] = [
+            (_option(knob), from_option, SOURCE_COMMAND_LINE, invocation),
+            (_env(knob), os.environ.get(_env(knob)), SOURCE_ENVIRONMENT, invocation),
+            (_ini(knob), config.getini(_ini(knob)), SOURCE_INI, ini_dir),
         ]
-        for setting, value, source in candidates:
+        for setting, value, source, base in candidates:
             if value is None or (isinstance(value, str) and not value.strip()):
                 continue
-            settings[knob] = _check(knob, setting, value, source)
+            checked = _check(knob, setting, value, source)
+            if knob == "instrument":
+                assert isinstance(checked, list)
+                checked = _anchored(checked, base)
+                if source != SOURCE_INI:
+                    replay_option = shlex.quote(f"{_option(knob)}={value}")
+            settings[knob] = checked
             break
-    return settings
+    return settings, replay_option
 
 
 def _marker_settings(item: pytest.Item) -> dict[str, object]:
@@ -209,13 +281,17 @@ def _marker_settings(item: pytest.Item) -> dict[str, object]:
     for name, value in marker.kwargs.items():
         if name not in _MARKER_KNOBS:
             raise _Invalid(MSG_MARKER_UNKNOWN.format(name=name, choices=", ".join(_MARKER_KNOBS)))
-        settings[name] = _check(name, name, value, SOURCE_MARKER)
+        checked = _check(name, name, value, SOURCE_MARKER)
+        if name == "instrument":
+            assert isinstance(checked, list)
+            checked = _anchored(checked, item.config.rootpath)
+        settings[name] = checked
     return settings
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     """Register the ``--interlace-*`` options and the ``interlace_*`` ini keys."""
-    group = parser.getgroup("interlace", "interlace: explore schedules of marked async tests")
+    group = parser.getgroup("interlace", "interlace: explore schedules of marked tests")
     group.addoption(
         _option("max_schedules"),
         dest=_ini("max_schedules"),
@@ -242,6 +318,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "fresh seed per test, shown in its report). Env: INTERLACE_SEED; ini: interlace_seed",
     )
     group.addoption(
+        _option("instrument"),
+        dest=_ini("instrument"),
+        metavar="NAMES",
+        action="append",
+        default=None,
+        help="for plain (threaded) tests: modules or paths, comma-separated, whose code also "
+        "gets schedule points (by default only code outside the standard library and "
+        "site-packages does), e.g. httpx,src/vendored/. May be repeated. Env: "
+        "INTERLACE_INSTRUMENT; ini: interlace_instrument",
+    )
+    group.addoption(
         "--interlace-replay",
         dest="interlace_replay",
         metavar="TOKEN",
@@ -254,13 +341,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     parser.addini(_ini("strategy"), "interlace: the exploration strategy", default="")
     parser.addini(_ini("seed"), "interlace: a seed that makes explorations repeatable", default="")
+    parser.addini(
+        _ini("instrument"),
+        "interlace: modules or paths (comma- or line-separated, paths relative to this file) "
+        "whose code also gets schedule points in plain (threaded) tests",
+        default="",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """Register the marker, validate the settings and install the runner."""
     config.addinivalue_line("markers", MARKER_HELP)
     try:
-        settings = _config_settings(config)
+        settings, replay_option = _config_settings(config)
     except _Invalid as exc:
         raise pytest.UsageError(str(exc)) from None
     token = config.getoption("interlace_replay")
@@ -275,7 +368,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not config.pluginmanager.has_plugin(RUNNER_NAME):
         # Registered now, after every entry-point plugin: among tryfirst pytest_pyfunc_call
         # hooks the last registered runs first, so anyio's (also tryfirst) comes after ours.
-        config.pluginmanager.register(_Runner(settings, token), RUNNER_NAME)
+        config.pluginmanager.register(_Runner(settings, token, replay_option), RUNNER_NAME)
 
 
 _settings_key = pytest.StashKey[dict[str, object]]()
@@ -297,11 +390,17 @@ class _OutcomeGuard:
     every run of the target raises :class:`_EndedEarly` at once, so the rest of the
     exploration takes no time, and the plugin re-raises ``fired`` after the engine returns
     (without any note the engine added to it meanwhile).
+
+    Args:
+        test_code: the test function's code: a re-raised exception's traceback ends in the
+            test's own code where it called into interlace's engine (a controlled
+            ``Thread.join``, lock or sleep the alarm interrupted), not in the scheduler.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, test_code: CodeType | None = None) -> None:
         self.fired: BaseException | None = None
         self._notes = 0
+        self._test_code = test_code
 
     def check(self) -> None:
         if self.fired is not None:
@@ -322,7 +421,28 @@ class _OutcomeGuard:
         notes = getattr(fired, "__notes__", None)
         if notes is not None:
             del notes[self._notes :]
+        _cut_engine_tail(fired.__traceback__, self._test_code)
         raise fired
+
+
+_ENGINE_DIRS = tuple(
+    os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), part) + os.sep
+    for part in ("harness", "_core")
+)
+
+
+def _cut_engine_tail(tb: TracebackType | None, test_code: CodeType | None) -> None:
+    """End ``tb`` at the first frame of interlace's engine below the test's own frame."""
+    entered = False
+    previous: TracebackType | None = None
+    while tb is not None:
+        if entered and tb.tb_frame.f_code.co_filename.startswith(_ENGINE_DIRS):
+            if previous is not None:
+                previous.tb_next = None
+            return
+        entered = entered or tb.tb_frame.f_code is test_code
+        previous = tb
+        tb = tb.tb_next
 
 
 def _raised_by_pytest_timeout(tb: TracebackType | None) -> bool:
@@ -370,12 +490,14 @@ class _Runner:
     Attributes:
         settings: the validated command line > environment > ini settings.
         token: the ``--interlace-replay`` token, or None to explore.
+        replay_option: the ``--interlace-instrument`` option the pytest replay line repeats.
         lines: (always shown, text) per test, for the terminal summary.
         replayed: how many tests replayed the token.
     """
 
     settings: dict[str, object]
     token: str | None
+    replay_option: str = ""
     lines: list[tuple[bool, str]] = field(default_factory=list)
     replayed: int = 0
 
@@ -398,9 +520,19 @@ class _Runner:
         return True
 
     def _hints(
-        self, item: pytest.Function, function: Callable[..., Any], arguments: Mapping[str, object]
+        self,
+        item: pytest.Function,
+        function: Callable[..., Any],
+        arguments: Mapping[str, object],
+        instrument: tuple[str, ...],
     ) -> ReplayHints:
         from interlace._core.explorer import ReplayHints
+
+        marker = item.get_closest_marker(MARKER_NAME)
+        # The pytest line repeats --interlace-instrument only when the value came from it or
+        # from the environment; the marker's (which wins anyway) and the ini file's are read
+        # again by the replay.
+        from_config = marker is None or "instrument" not in marker.kwargs
 
         module = getattr(function, "__module__", None) or item.module.__name__
         qualname = getattr(function, "__qualname__", item.name)
@@ -412,33 +544,57 @@ class _Runner:
         else:
             api = f"<{module}.{qualname} called with its fixtures>"
             cli = ""
-        return ReplayHints(api=api, cli=cli, pytest=item.nodeid)
+        return ReplayHints(
+            api=api,
+            cli=cli,
+            pytest=item.nodeid,
+            instrument=instrument,
+            pytest_options=self.replay_option if instrument and from_config else "",
+        )
 
     def _run(self, item: pytest.Function) -> None:
         nodeid = item.nodeid
-        function = _coroutine_function(item.obj)
-        if function is None:
-            pytest.fail(MSG_NOT_ASYNC.format(nodeid=nodeid), pytrace=False)
-        backend = item.funcargs.get("anyio_backend")
-        backend_name = backend[0] if isinstance(backend, tuple) else backend
-        if backend_name is not None and backend_name != "asyncio":
-            pytest.fail(
-                MSG_ANYIO_BACKEND.format(nodeid=nodeid, backend=backend_name), pytrace=False
-            )
+        coroutine_function = _coroutine_function(item.obj)
+        function: Callable[..., Any] = item.obj
+        if coroutine_function is not None:
+            function = coroutine_function
+            backend = item.funcargs.get("anyio_backend")
+            backend_name = backend[0] if isinstance(backend, tuple) else backend
+            if backend_name is not None and backend_name != "asyncio":
+                pytest.fail(
+                    MSG_ANYIO_BACKEND.format(nodeid=nodeid, backend=backend_name), pytrace=False
+                )
+        # Otherwise a plain test function (pytest itself refuses generator tests).
         arguments = _fixture_arguments(function, item.funcargs)
-        guard = _OutcomeGuard()
+        guard = _OutcomeGuard(getattr(getattr(function, "__func__", function), "__code__", None))
+        scenario: Callable[[], Any]
 
-        async def scenario() -> None:
-            __tracebackhide__ = True
-            guard.check()
-            try:
-                await function(**arguments)
-            except (pytest.fail.Exception, pytest.skip.Exception) as exc:
-                guard.observe(exc)
-                raise
+        if coroutine_function is not None:
 
-        # The report names the main task's coroutine after the test, not this wrapper. No
-        # functools.wraps: a __wrapped__ would make the wrapper look like it takes arguments.
+            async def scenario() -> None:
+                __tracebackhide__ = True
+                guard.check()
+                try:
+                    await function(**arguments)
+                except (pytest.fail.Exception, pytest.skip.Exception) as exc:
+                    guard.observe(exc)
+                    raise
+
+        else:
+            # A plain test: explore() runs it with its threads under control. This wrapper
+            # lives in interlace's engine, which gets no schedule points; the test body does.
+            def scenario() -> None:
+                __tracebackhide__ = True
+                guard.check()
+                try:
+                    function(**arguments)
+                except (pytest.fail.Exception, pytest.skip.Exception) as exc:
+                    guard.observe(exc)
+                    raise
+
+        # The report names the main task's coroutine (or the explored function) after the
+        # test, not this wrapper. No functools.wraps: a __wrapped__ would make the wrapper
+        # look like it takes arguments.
         scenario.__qualname__ = function.__qualname__
         scenario.__name__ = function.__name__
         scenario.__module__ = function.__module__
@@ -446,13 +602,17 @@ class _Runner:
         from interlace.errors import InterlaceError, ReplayDivergedError
         from interlace.harness.api import explore, replay
 
-        hints = self._hints(item, function, arguments)
+        settings = item.stash.get(_settings_key, self.settings)
+        instrument: tuple[str, ...] = settings.get("instrument", ())  # type: ignore[assignment]
+        hints = self._hints(item, function, arguments, instrument)
         if self.token is not None:
             self.replayed += 1
             try:
-                failure = replay(scenario, self.token, hints=hints)
+                failure = replay(scenario, self.token, hints=hints, instrument=instrument)
             except ReplayDivergedError as exc:
                 pytest.fail(MSG_REPLAY_DIVERGED.format(nodeid=nodeid, error=exc), pytrace=False)
+            except InterlaceError as exc:
+                pytest.fail(MSG_HARNESS_ERROR.format(nodeid=nodeid, error=exc), pytrace=False)
             guard.reraise()
             if failure is None:
                 self._record(item, True, MSG_REPLAY_PASSED.format(nodeid=nodeid))
@@ -463,7 +623,6 @@ class _Runner:
             line = MSG_REPLAY_FAILED.format(nodeid=nodeid, kind=failure.kind)
             self._record(item, True, line, failure)
             self._fail(failure, header)
-        settings = item.stash.get(_settings_key, self.settings)
         try:
             exploration = explore(scenario, hints=hints, **settings)  # type: ignore[arg-type]
         except InterlaceError as exc:
