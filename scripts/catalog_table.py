@@ -5,6 +5,10 @@ Usage::
     python scripts/catalog_table.py                  # runs `interlace reproduce --format json`
     python scripts/catalog_table.py verdicts.json    # or renders a saved JSON list ("-" = stdin)
     python scripts/catalog_table.py --output docs/catalog.md
+    python scripts/catalog_table.py verdicts.json --readme README.md
+
+``--readme`` rewrites only the README's table and its totals line (from the ``| id | report``
+header to the ``N entries`` line), leaving the rest of the file as it is.
 
 The table is generated, never edited by hand: every verdict comes from the harness.
 """
@@ -31,8 +35,11 @@ Each scenario checks the *property* a correct runtime keeps. *reproduced*: a sch
 (the report's hazard, or a worse one, is real; for a "(fix)" claim, the fix does not work). *not
 reproduced*: no explored schedule does; "exhausted" means the bounded space (exhaustive search, 2
 deviations from stock order) was explored completely, otherwise the entry states the argument.
-*pending*: a thread claim, waiting for controlled threads (issue 4).
+Thread claims run with every thread under control; their failures need a thread switched in the
+middle of its work ("needs thread preemption").
 """
+
+TABLE_HEADER = "| id | report | claim | property checked | verdict | reference |"
 
 
 def _cell(text: str) -> str:
@@ -40,8 +47,6 @@ def _cell(text: str) -> str:
 
 
 def _verdict(row: Mapping[str, Any]) -> str:
-    if row["verdict"] is None:
-        return str(row.get("status", "pending"))
     if row["verdict"] == "reproduced":
         return f"reproduced: {row['kind']} ({row['label']})"
     plural = "" if row["schedules"] == 1 else "s"
@@ -51,11 +56,12 @@ def _verdict(row: Mapping[str, Any]) -> str:
 
 def render(rows: Sequence[Mapping[str, Any]]) -> str:
     """The markdown document: the header paragraph, the table and the totals."""
-    lines = [
-        HEADER,
-        "| id | report | claim | property checked | verdict | reference |",
-        "|---|---|---|---|---|---|",
-    ]
+    return HEADER + "\n" + render_table(rows)
+
+
+def render_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The table, a blank line and the totals line."""
+    lines = [TABLE_HEADER, "|---|---|---|---|---|---|"]
     for row in rows:
         cells = (
             row["id"],
@@ -69,7 +75,6 @@ def render(rows: Sequence[Mapping[str, Any]]) -> str:
     counts = {
         "reproduced": sum(1 for row in rows if row["verdict"] == "reproduced"),
         "not reproduced": sum(1 for row in rows if row["verdict"] == "not-reproduced"),
-        "pending": sum(1 for row in rows if row["verdict"] is None),
     }
     holds = sum(1 for row in rows if row["reference"] == "holds")
     lines.append("")
@@ -82,6 +87,28 @@ def render(rows: Sequence[Mapping[str, Any]]) -> str:
         + ", ".join(row["id"] for row in rows if row["reference"] == "fails")
     )
     return "\n".join(lines) + "\n"
+
+
+def update_readme(text: str, rows: Sequence[Mapping[str, Any]]) -> str:
+    """``text`` with its catalog table and totals line replaced by freshly rendered ones.
+
+    Raises:
+        ValueError: ``text`` has no catalog table followed by a totals line.
+    """
+    lines = text.splitlines(keepends=True)
+    try:
+        start = next(i for i, line in enumerate(lines) if line.rstrip("\n") == TABLE_HEADER)
+        end = next(
+            i
+            for i in range(start + 1, len(lines))
+            if lines[i].split(" ", 1)[0].isdigit() and " entries" in lines[i]
+        )
+    except StopIteration:
+        raise ValueError(
+            f"no catalog table found: expected a line {TABLE_HEADER!r} followed by the totals "
+            "line ('N entries: ...')"
+        ) from None
+    return "".join(lines[:start]) + render_table(rows) + "".join(lines[end + 1 :])
 
 
 def _load(source: str | None) -> list[dict[str, Any]]:
@@ -105,12 +132,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("json", nargs="?", help="saved JSON list, or '-' for stdin (default: run)")
     parser.add_argument("--output", help="write the markdown here instead of stdout")
+    parser.add_argument(
+        "--readme", help="replace the catalog table (and its totals line) in this file"
+    )
     args = parser.parse_args(argv)
-    document = render(_load(args.json))
+    rows = _load(args.json)
+    if args.readme:
+        readme = Path(args.readme)
+        readme.write_text(update_readme(readme.read_text(encoding="utf-8"), rows), "utf-8")
     if args.output:
-        Path(args.output).write_text(document, encoding="utf-8")
-    else:
-        sys.stdout.write(document)
+        Path(args.output).write_text(render(rows), encoding="utf-8")
+    elif not args.readme:
+        sys.stdout.write(render(rows))
     return 0
 
 
