@@ -38,7 +38,12 @@ from interlace._core.schedule import READY, Decision, Settings
 from interlace._core.strategy import Chooser
 from interlace.errors import UnsupportedOperationError
 from interlace.harness import _instrument
-from interlace.harness._instrument import Unknown, evaluate, plan_for
+
+# One module object for everything from _instrument (a second import style could bind a
+# second copy when the harness modules are imported again, as pytester makes happen).
+Unknown = _instrument.Unknown
+evaluate = _instrument.evaluate
+plan_for = _instrument.plan_for
 
 __all__ = ("ThreadsBackend", "controlled_exploration")
 
