@@ -18,7 +18,7 @@ import sys
 import sysconfig
 import types
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 __all__ = (
@@ -97,8 +97,14 @@ def location_of(task: asyncio.Task[Any]) -> tuple[str, str]:
     return f"{short_path(filename)}:{line}", text
 
 
-def name_of(obj: Any) -> str:
-    """A readable name for an object: ``Class.attr``, ``module.global`` or a local's name."""
+def name_of(obj: Any, code: Callable[[types.CodeType], bool] | None = None) -> str:
+    """A readable name for an object: ``Class.attr``, ``module.global`` or a local's name.
+
+    ``code`` filters whose locals and closure cells may name it (the threads backend passes
+    "code under test", so the scheduler's own frames and closures, holding a lock as
+    ``lock``, never do). A plain dict's key is the last resort.
+    """
+    fallback = ""
     for referrer in gc.get_referrers(obj):
         if isinstance(referrer, dict):
             key = next((k for k, v in referrer.items() if v is obj and isinstance(k, str)), None)
@@ -117,15 +123,22 @@ def name_of(obj: Any) -> str:
             for holder in gc.get_referrers(referrer):
                 if getattr(holder, "__dict__", None) is referrer:
                     return f"{type(holder).__name__}.{key}"
-            return key
+            fallback = fallback or key  # a plain dict's key: only if nothing names it better
+            continue
         if isinstance(referrer, types.CellType):
             for closure in gc.get_referrers(referrer):
                 if not isinstance(closure, tuple):
                     continue
                 for function in gc.get_referrers(closure):
-                    if isinstance(function, types.FunctionType) and function.__closure__ is closure:
+                    if not isinstance(function, types.FunctionType):
+                        continue
+                    if code is not None and not code(function.__code__):
+                        continue
+                    if function.__closure__ is closure:
                         return function.__code__.co_freevars[closure.index(referrer)]
         if isinstance(referrer, types.FrameType):
+            if code is not None and not code(referrer.f_code):
+                continue
             for key, value in referrer.f_locals.items():
                 if value is obj:
                     return key
@@ -135,7 +148,7 @@ def name_of(obj: Any) -> str:
             for key, value in vars(referrer).items():
                 if value is obj:
                     return f"{type(referrer).__name__}.{key}"
-    return f"(an unnamed {type(obj).__name__})"
+    return fallback or f"(an unnamed {type(obj).__name__})"
 
 
 _CONTAINERS = (list, tuple, dict, set, collections.deque, collections.OrderedDict)

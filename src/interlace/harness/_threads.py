@@ -90,7 +90,6 @@ class _Thread:
         "segment",
         "since",
         "status",
-        "steps",
         "thread",
         "timed_out",
         "uncertain",
@@ -121,7 +120,6 @@ class _Thread:
         self.aborted = False
         self.ident: int | None = None
         self.since = 0
-        self.steps = 0
         self.resumed = ""
         self.segment = 1
         self.note = ""
@@ -133,10 +131,6 @@ class _Local(threading.local):
 
 
 _local = _Local()
-
-
-def _current() -> _Thread | None:
-    return _local.thread
 
 
 class Controller:
@@ -301,16 +295,23 @@ class Controller:
             # No "advance the clock" option: computing takes no virtual time, so a timeout
             # elsewhere never fires in the middle of a thread's work (no false alarms from
             # timing no real machine shows); the clock moves when every thread waits.
-            choice = self.chooser.choose(step, [o.actor for o in options], False)
-            if not 0 <= choice < len(options):
-                choice = 0
+            choice = self._choose(options)
             if choice:
-                self.decisions.append(Decision(step, READY, choice, options[choice].actor))
                 self._switch(t, options[choice], "(preempted)")
         except _OverBudget as exc:
             self._fail_from(t, "hang", None, self._hang_detail(str(exc)))
         finally:
             self._refresh()
+
+    def _choose(self, options: list[_Thread]) -> int:
+        """Ask the chooser which of ``options`` (stock first) runs now; record a deviation."""
+        step = self.step
+        choice = self.chooser.choose(step, [u.actor for u in options], False)
+        if not 0 <= choice < len(options):
+            choice = 0
+        if choice:
+            self.decisions.append(Decision(step, READY, choice, options[choice].actor))
+        return choice
 
     def _switch(self, t: _Thread, u: _Thread, why: str) -> None:
         """Hand the baton from the running ``t`` (which stays as it is) to ``u``; wait."""
@@ -417,13 +418,7 @@ class Controller:
                     return
             choice = 0
             if len(candidates) > 1 and self.step >= self.chooser.consult_at:
-                choice = self.chooser.choose(self.step, [u.actor for u in candidates], False)
-                if not 0 <= choice < len(candidates):
-                    choice = 0
-                if choice:
-                    self.decisions.append(
-                        Decision(self.step, READY, choice, candidates[choice].actor)
-                    )
+                choice = self._choose(candidates)
         except _OverBudget as exc:
             self._fail_from(t, "hang", None, self._hang_detail(str(exc)))
             return
@@ -643,13 +638,7 @@ class Controller:
             if not others:
                 return
             options = [*sorted(others, key=lambda u: u.since), t]
-            choice = 0
-            if self.step >= self.chooser.consult_at:
-                choice = self.chooser.choose(self.step, [u.actor for u in options], False)
-                if not 0 <= choice < len(options):
-                    choice = 0
-                if choice:
-                    self.decisions.append(Decision(self.step, READY, choice, options[choice].actor))
+            choice = self._choose(options) if self.step >= self.chooser.consult_at else 0
             if options[choice] is not t:
                 self._switch(t, options[choice], "(time.sleep(0))")
         finally:
@@ -698,30 +687,11 @@ def _here() -> str:
 
 
 def _name(obj: Any) -> str:
-    """``module.NAME`` or ``Class.attr`` for a primitive, else a local name in code under test."""
-    import gc
+    from interlace.harness._introspect import name_of
 
-    referrers = gc.get_referrers(obj)
-    for referrer in referrers:
-        if not isinstance(referrer, dict):
-            continue
-        key = next((k for k, v in referrer.items() if v is obj and isinstance(k, str)), None)
-        if key is None:
-            continue
-        module = sys.modules.get(str(referrer.get("__name__", "")))
-        if module is not None and getattr(module, "__dict__", None) is referrer:
-            return f"{module.__name__}.{key}"
-        for holder in gc.get_referrers(referrer):
-            if getattr(holder, "__dict__", None) is referrer and not isinstance(holder, type):
-                return f"{type(holder).__name__}.{key}"
-    for referrer in referrers:
-        if isinstance(referrer, types.FrameType) and _instrument.is_under_test(
-            referrer.f_code.co_filename
-        ):
-            for key, value in referrer.f_locals.items():
-                if value is obj:
-                    return key
-    return f"(an unnamed {type(obj).__name__})"
+    return name_of(
+        obj, lambda code: code is not None and _instrument.is_under_test(code.co_filename)
+    )
 
 
 _KINDS = {_LOCK: "Lock", _RLOCK: "RLock"}
