@@ -351,3 +351,158 @@ class WebsocketModel:
         if self._other is None:
             self._other = await self.open()  # error: IL101
         return self._other
+
+
+class JobRunner:
+    """A runner that drives admission from its own background task (crewai's flow jobs)."""
+
+    def __init__(self):
+        self.tasks = {}
+        self._events = asyncio.Queue()
+        self._event_task = asyncio.create_task(self._process_events())
+
+    # ok: `_process_events` runs only as the runner's one background task, and no other
+    # method writes `self.tasks`: nothing can change it while that task is suspended.
+    async def _process_events(self):
+        while True:
+            job = await self._events.get()
+            if job in self.tasks:
+                continue
+            await self.announce(job)
+            self.tasks[job] = asyncio.create_task(self.work(job))
+
+    async def announce(self, job):
+        await asyncio.sleep(0)
+
+    async def work(self, job):
+        await asyncio.sleep(0)
+
+
+class CancellableRunner:
+    def __init__(self):
+        self.tasks = {}
+        self._events = asyncio.Queue()
+        self._event_task = asyncio.create_task(self._process_events())
+
+    async def _process_events(self):
+        while True:
+            job = await self._events.get()
+            if job in self.tasks:
+                continue
+            await self.announce(job)
+            self.tasks[job] = object()  # error: IL101
+
+    # Any task can call this while the loop above is suspended.
+    async def cancel(self, job):
+        self.tasks.pop(job, None)
+
+    async def announce(self, job):
+        await asyncio.sleep(0)
+
+
+class WorkerPool:
+    def __init__(self):
+        self._workers = []
+        for _ in range(4):
+            self._workers.append(asyncio.create_task(self._work()))
+
+    # Four workers run this at once: a collection of tasks is not one driver.
+    async def _work(self):
+        while True:
+            if self._current is None:
+                self._current = await connect("https://api")  # error: IL101
+
+    def start(self):
+        asyncio.create_task(self._sweep())
+
+    # The task's handle is kept nowhere, so `start()` may start any number of them.
+    async def _sweep(self):
+        if self._swept is None:
+            self._swept = await connect("https://sweep")  # error: IL101
+
+
+class LiveStream:
+    """Continuations sent from the receive loop only (pydantic-ai's realtime session)."""
+
+    async def frames(self):
+        async for frame in self._ws:
+            self._queue_due(frame)
+            yield frame
+            await self._send_due()
+
+    def _queue_due(self, frame):
+        self._due.append(frame)
+
+    # ok: called only from the stream's async generator, which one consumer drives, and
+    # `_due` is written only by code that generator runs.
+    async def _send_due(self):
+        while self._due:
+            await self.send(self._due[0])
+            self._due.pop(0)
+
+    async def flush_now(self):
+        await self._send_other()
+
+    async def _send_other(self):
+        while self._other:
+            await self.send(self._other[0])
+            self._other.pop(0)  # error: IL101
+
+    async def frames_other(self):
+        async for frame in self._ws:
+            yield frame
+            await self._send_other()
+
+    async def send(self, item):
+        await asyncio.sleep(0)
+
+
+class StreamedResult:
+    """A result whose output is read by the stream's one consumer (pydantic-ai's AgentStream)."""
+
+    def __aiter__(self):
+        return self._events()
+
+    async def _events(self):
+        for event in self._raw:
+            yield event
+
+    # ok: it consumes the stream itself (`async for _ in self`), and only the stream's
+    # consumer writes `_output`.
+    async def get_output(self):
+        if self._output is not None:
+            return self._output
+        async for _ in self:
+            pass
+        self._output = await self.validate()
+        return self._output
+
+    async def validate(self):
+        await asyncio.sleep(0)
+        return object()
+
+
+class RevalidatedResult:
+    def __aiter__(self):
+        return self._events()
+
+    async def _events(self):
+        for event in self._raw:
+            yield event
+
+    async def get_output(self):
+        if self._output is not None:
+            return self._output
+        async for _ in self:
+            pass
+        self._output = await self.validate()  # error: IL101
+        return self._output
+
+    # Not a consumer: any task can call it while `get_output` is suspended.
+    async def revalidate(self):
+        self._output = await self.validate()
+
+    async def validate(self):
+        await asyncio.sleep(0)
+        return object()
+

@@ -140,3 +140,67 @@ async def notify_local(event, handlers):
     pending = list(handlers)
     for handler in pending:
         await handler(event)
+
+
+class EventStream:
+    """Per-run state of a stream that one consumer drives (pydantic-ai's UI event stream)."""
+
+    # ok: the loop runs in the stream's async generator, and `_pending` is mutated only by
+    # that generator and a helper it calls: nothing else runs while it is suspended.
+    async def transform(self, events):
+        async for event in events:
+            self._track(event)
+            yield event
+        for call_id in self._pending:
+            async for closing in self._close(call_id):
+                yield closing
+        self._pending.clear()
+
+    def _track(self, event):
+        self._pending[event.id] = event
+
+    async def _close(self, call_id):
+        await asyncio.sleep(0)
+        yield call_id
+
+
+class CancellableStream:
+    async def transform(self, events):
+        async for event in events:
+            self._pending[event.id] = event
+            yield event
+        for call_id in self._pending:  # error: IL303
+            async for closing in self._close(call_id):
+                yield closing
+
+    # Any task may cancel a call while the generator is suspended in the loop above.
+    async def cancel(self, call_id):
+        self._pending.pop(call_id, None)
+
+    async def _close(self, call_id):
+        await asyncio.sleep(0)
+        yield call_id
+
+
+class Runtime:
+    """A runtime whose processing loop is its own background task (autogen's runtime)."""
+
+    def __init__(self):
+        self._agents = {}
+        self._run_task = asyncio.create_task(self._run())
+
+    async def _run(self):
+        while True:
+            await self._process()
+
+    # ok: only the runtime's own task runs this, and it alone adds to `_agents`.
+    async def _process(self):
+        for agent in self._agents.values():
+            await agent.on_message()
+        self._agents[len(self._agents)] = object()
+        for agent in self._registered.values():  # error: IL303
+            await agent.on_message()
+
+    # Any task can register an agent while the processing loop is suspended.
+    async def register(self, name, agent):
+        self._registered[name] = agent

@@ -12,6 +12,9 @@ whether a suspension point may have run since. A write to checked state is a fin
 unless one lock acquisition is held at both the check and the write. A write consumes the
 check (later writes depend on the function's own write, not on the check), and a re-check
 replaces the earlier check, which is what makes a correct double-checked lock pass.
+
+IL101 then drops the findings no second task can cause: in a method that only one task runs,
+on state that only such methods write (:mod:`._drivers`).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import ClassVar
 import libcst as cst
 
 from interlace.linters._rule import LintContext, Related, Rule
+from interlace.linters.rules._drivers import Drivers, drivers_of
 from interlace.linters.rules._flow import (
     INIT_METHODS,
     FactsCollector,
@@ -819,6 +823,7 @@ class _Scopes:
         self.by_owner: dict[str | None, LockScope] = {}
         self.nested: set[int] = set()
         self.lock_names: dict[str | None, set[str]] = {}
+        self._drivers: dict[str, Drivers] = {}
 
     def add(self, facts: FunctionFacts, *, nested: bool) -> None:
         """Record a function once its traversal has ended."""
@@ -843,6 +848,27 @@ class _Scopes:
         if id(facts.node) in self.nested:
             return False
         return facts.node.name.value in self.scope(facts.class_name).facts().covered
+
+    def drivers(self, facts: FunctionFacts) -> Drivers | None:
+        """Return the :class:`Drivers` of the method's class (``None`` for a function that is
+        not a method)."""
+        owner = facts.class_name
+        if owner is None or id(facts.node) in self.nested:
+            return None
+        drivers = self._drivers.get(owner)
+        if drivers is None:
+            drivers = self._drivers[owner] = drivers_of(self.scope(owner).functions)
+        return drivers
+
+    def confined(self, facts: FunctionFacts, state: str) -> bool:
+        """Say whether only the one task that runs the method can write ``state`` (see
+        :mod:`._drivers`): the method is driven by one task, and so is every writer."""
+        drivers = self.drivers(facts)
+        return (
+            drivers is not None
+            and state.startswith("self.")
+            and drivers.confined(facts.node.name.value, _state_root(state))
+        )
 
     def guarded(self) -> frozenset[str]:
         """Module state touched under a lock anywhere in the module."""
@@ -879,7 +905,12 @@ class FlagCheckThenActAcrossAwait(FactsCollector, Rule):
         "on the result, every other task may run in between: two callers both see the client "
         "missing and both create one (one leaks), two `run()` calls both pass the idle check. "
         "Without a suspension point between the check and the write there is no race in "
-        "asyncio, and the rule stays silent."
+        "asyncio, and the rule stays silent. It also stays silent when no second task can "
+        "be involved: in code that only one task ever runs (an async generator, which one "
+        "consumer drives; a coroutine that consumes the object itself with `async for _ in "
+        "self`; a private coroutine the object starts once as its own background task, "
+        "keeping the handle in one attribute; private helpers only those call or await) when "
+        "every method that writes the state is such code too."
     )
     bad_example: ClassVar[str] = (
         "class Pool:\n"
@@ -949,6 +980,16 @@ class FlagCheckThenActAcrossAwait(FactsCollector, Rule):
         "        if self._semaphore is None:\n"
         "            self._semaphore = asyncio.Semaphore(self.max_concurrent)\n"
         "        return self._semaphore\n",
+        # Only the object's own background task runs the loop and writes `self.tasks`.
+        "class R:\n"
+        "    def __init__(self):\n"
+        "        self._task = asyncio.create_task(self._loop())\n"
+        "    async def _loop(self):\n"
+        "        while True:\n"
+        "            job = await self._q.get()\n"
+        "            if job not in self.tasks:\n"
+        "                await self.announce(job)\n"
+        "                self.tasks[job] = job\n",
     )
     INVALID: ClassVar[Sequence[str]] = (
         "class A:\n"
@@ -969,6 +1010,18 @@ class FlagCheckThenActAcrossAwait(FactsCollector, Rule):
         "        value = await self.fetch(k)\n"
         "        self._cache[k] = value\n"
         "        return value\n",
+        # The background loop's state is also written by a public method.
+        "class R:\n"
+        "    def __init__(self):\n"
+        "        self._task = asyncio.create_task(self._loop())\n"
+        "    async def _loop(self):\n"
+        "        while True:\n"
+        "            job = await self._q.get()\n"
+        "            if job not in self.tasks:\n"
+        "                await self.announce(job)\n"
+        "                self.tasks[job] = job\n"
+        "    async def forget(self, job):\n"
+        "        self.tasks.pop(job, None)\n",
     )
 
     def __init__(self, context: LintContext) -> None:
@@ -998,6 +1051,10 @@ class FlagCheckThenActAcrossAwait(FactsCollector, Rule):
             if self._scopes.covered(facts):
                 continue
             for finding in findings:
+                if self._scopes.confined(facts, finding.state):
+                    # Only the one task that runs this method writes the state, and it is
+                    # the task that is suspended.
+                    continue
                 self.report(
                     finding.write,
                     self.message.format(state=finding.state),

@@ -19,6 +19,7 @@ from typing import ClassVar
 import libcst as cst
 
 from interlace.linters._rule import LintContext, Related, Rule
+from interlace.linters.rules._drivers import Drivers, drivers_of
 from interlace.linters.rules._flow import (
     INIT_METHODS,
     MUTATORS,
@@ -813,7 +814,12 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
         "then raises `RuntimeError: changed size during iteration`; a list silently skips "
         "or repeats elements. Iterating `list(...)`, `tuple(...)`, `.copy()`, a slice or "
         "`sorted(...)` is immune (seed 002's message bus fix). The rule only flags containers "
-        "that the same module mutates in place outside `__init__`."
+        "that the same module mutates in place outside `__init__`, and not a loop in code "
+        "that only one task ever runs (an async generator, which one consumer drives; a "
+        "coroutine that consumes the object itself with `async for _ in self`; a private "
+        "coroutine the object starts once as its own background task; private helpers only "
+        "those call or await) when every method that writes the container is such code "
+        "too: then nothing else can run while the loop is suspended."
     )
     bad_example: ClassVar[str] = (
         "class Bus:\n"
@@ -858,6 +864,14 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
         "    async def publish(self, e):\n"
         "        for cb in self._subs:\n"
         "            await cb(e)\n",
+        # Only the stream's async generator, driven by one consumer, touches `_open`.
+        "class Stream:\n"
+        "    async def events(self, source):\n"
+        "        async for e in source:\n"
+        "            self._open[e.id] = e\n"
+        "            yield e\n"
+        "        for key in self._open:\n"
+        "            await self.close(key)\n",
     )
     INVALID: ClassVar[Sequence[str]] = (
         "class Bus:\n"
@@ -877,8 +891,11 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
     def __init__(self, context: LintContext) -> None:
         super().__init__(context)
         self.init_facts()
-        self._loops: list[tuple[cst.BaseExpression, str, cst.CSTNode]] = []
+        self._loops: list[tuple[cst.BaseExpression, str, cst.CSTNode, FunctionFacts]] = []
         self._mutated: dict[str, cst.CSTNode] = {}
+        self._methods: dict[str, list[cst.FunctionDef]] = {}
+        self._nested: set[int] = set()
+        self._drivers: dict[str, Drivers] = {}
 
     def _owner_key(self, expr: cst.BaseExpression) -> str | None:
         """Return ``Class:self._subs`` / ``:_registry`` for a container, keyed by its owner."""
@@ -941,6 +958,10 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
 
     def function_done(self, facts: FunctionFacts) -> None:
         node = facts.node
+        if self.facts_stack:
+            self._nested.add(id(node))
+        elif facts.class_name is not None:
+            self._methods.setdefault(facts.class_name, []).append(node)
         if node.asynchronous is None or find_suspension(node.body, include_yield=False) is None:
             return
         self.facts_stack.append(facts)
@@ -972,14 +993,28 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
         # plain iteration bug, not a concurrency one.
         suspension = find_suspension(loop.body, include_yield=False)
         if suspension is not None:
-            self._loops.append((loop.iter, key, suspension))
+            self._loops.append((loop.iter, key, suspension, self.facts_stack[-1]))
+
+    def _confined(self, facts: FunctionFacts, state: str) -> bool:
+        """Say whether only the one task that runs the looping method can mutate ``state``
+        (see :mod:`._drivers`): the method is driven by one task, and so is every writer."""
+        owner = facts.class_name
+        if owner is None or id(facts.node) in self._nested or not state.startswith("self."):
+            return False
+        drivers = self._drivers.get(owner)
+        if drivers is None:
+            drivers = self._drivers[owner] = drivers_of(self._methods.get(owner, ()))
+        root = ".".join(state.split(".", 2)[:2])
+        return drivers.confined(facts.node.name.value, root)
 
     def leave_Module(self, original_node: cst.Module) -> None:
-        for iterable, key, suspension in self._loops:
+        for iterable, key, suspension, facts in self._loops:
             mutation = self._mutated.get(key)
             if mutation is None:
                 continue
             state = key.split(":", 1)[1]
+            if self._confined(facts, state):
+                continue
             self.report(
                 iterable,
                 self.message.format(state=state),

@@ -1,0 +1,265 @@
+"""Which methods of a class only ever run in one task: the evidence IL101 and IL303 take from
+how an object drives its own coroutines.
+
+A check-then-act across an ``await`` (IL101), or a loop over a container whose body awaits
+(IL303), is a race only if a *second* task can change the state while the first one is
+suspended. Some methods never have that company, and the class says so in its own text:
+
+* an async generator's body, and ``__anext__``: an async iterator is driven by one consumer
+  at a time (IL101 has always left them alone for that reason). A coroutine that iterates the
+  object itself (``async for _ in self``) is that consumer, so it counts too;
+* a private coroutine the object starts as its own background task, keeping the one handle
+  (``self._task = asyncio.create_task(self._run())``) and referring to it nowhere else: one
+  object, one task. Workers kept in a collection (``self._workers.append(create_task(...))``)
+  are many tasks and do not count;
+* a private method every reference to which, in a method that already runs in one task, is
+  a direct call (a plain method) or ``await self._m(...)`` (a coroutine). A reference from a
+  nested function or a lambda, or any other use (a callback, ``gather(self._m())``,
+  ``create_task(self._m())`` kept nowhere) may run the method in another task, so it does
+  not count.
+
+State that only such *driven* methods write (``__init__`` aside) cannot change while one of
+them is suspended: every writer runs in the one task that is suspended
+(:meth:`Drivers.confined`).
+Private means the class's own: a method whose name starts with ``_`` but not ``__``, the same
+convention :mod:`._locking` relies on for helpers called with a lock held.
+
+The module name starts with ``_`` so rule discovery skips it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from interlace.linters.rules._flow import INIT_METHODS, MUTATORS, children
+
+__all__ = ("Drivers", "drivers_of")
+
+_TASK_STARTERS = frozenset({"create_task", "ensure_future"})
+_WRITING_METHODS = MUTATORS | {"setdefault"}
+_NESTED = ""
+"""The writer recorded for a write inside a nested function or lambda: never a driven method."""
+
+
+@dataclass(slots=True)
+class _Method:
+    """What one method does with ``self``, gathered by :func:`_scan`.
+
+    Invariant: ``refs`` holds one ``(name, how)`` per reference to ``self.<name>``, where
+    ``how`` is ``"await"`` (``await self.m()`` in the method's own body), ``"call"`` (any other
+    direct call there), ``"task"`` (a call handed to ``create_task``/``ensure_future`` whose
+    result is stored in one attribute) or ``"other"``.
+    """
+
+    name: str
+    asynchronous: bool
+    generator: bool
+    consumes: bool = False
+    refs: list[tuple[str, str]] = field(default_factory=list)
+    writes: set[str] = field(default_factory=set)
+    nested_writes: set[str] = field(default_factory=set)
+
+
+@dataclass(frozen=True, slots=True)
+class Drivers:
+    """The driven methods of one class and the writers of its state.
+
+    Attributes:
+        driven: names of methods that only ever run in one task (see the module docstring).
+        writers: for each ``self.<attr>``, the methods that write it outside ``__init__``
+            (``""`` for a write in a nested function or lambda).
+    """
+
+    driven: frozenset[str]
+    writers: dict[str, frozenset[str]]
+
+    def confined(self, method: str, state: str) -> bool:
+        """Say whether ``state`` (``self._x``), checked and written in ``method``, can only be
+        changed by the task that runs ``method``: the method is driven, and so is every
+        method that writes the state."""
+        return method in self.driven and all(
+            writer in self.driven for writer in self.writers.get(state, frozenset())
+        )
+
+
+def _self_root(expr: cst.BaseExpression) -> str | None:
+    """``self._d`` for ``self._d``, ``self._d[k]``, ``self._d.x[k]``; else ``None``."""
+    attr: str | None = None
+    while isinstance(expr, (cst.Attribute, cst.Subscript)):
+        if isinstance(expr, cst.Attribute):
+            attr = expr.attr.value
+        expr = expr.value
+    if isinstance(expr, cst.Name) and expr.value in ("self", "cls") and attr is not None:
+        return f"self.{attr}"
+    return None
+
+
+def _self_method(expr: cst.BaseExpression) -> str | None:
+    """``m`` for ``self.m`` / ``cls.m``."""
+    if (
+        isinstance(expr, cst.Attribute)
+        and isinstance(expr.value, cst.Name)
+        and expr.value.value in ("self", "cls")
+    ):
+        return expr.attr.value
+    return None
+
+
+def _started_task(value: cst.BaseExpression) -> cst.Call | None:
+    """The ``self._m()`` call in ``create_task(self._m(), ...)``, else ``None``."""
+    if not isinstance(value, cst.Call) or not value.args:
+        return None
+    func = value.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else None
+    if isinstance(func, cst.Name):
+        name = func.value
+    if name not in _TASK_STARTERS:
+        return None
+    first = value.args[0]
+    if first.keyword is not None or first.star:
+        return None
+    inner = first.value
+    if isinstance(inner, cst.Call) and _self_method(inner.func) is not None:
+        return inner
+    return None
+
+
+def _targets(target: cst.BaseExpression) -> Iterable[cst.BaseExpression]:
+    if isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            yield from _targets(element.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from _targets(target.value)
+    else:
+        yield target
+
+
+def _is_generator(function: cst.FunctionDef) -> bool:
+    if function.asynchronous is None:
+        return False
+    if function.name.value == "__anext__":
+        return True
+    stack: list[cst.CSTNode] = [function.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Yield):
+            return True
+        if not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            stack.extend(children(node))
+    return False
+
+
+def _scan(function: cst.FunctionDef) -> _Method:
+    method = _Method(
+        function.name.value, function.asynchronous is not None, _is_generator(function)
+    )
+    consumed: set[int] = set()
+    stack: list[tuple[cst.CSTNode, bool]] = [(function.body, False)]
+    while stack:
+        node, nested = stack.pop()
+        if isinstance(node, cst.ClassDef):
+            continue
+        if isinstance(node, (cst.FunctionDef, cst.Lambda)):
+            stack.extend((child, True) for child in children(node))
+            continue
+        writes = method.nested_writes if nested else method.writes
+        targets: list[cst.BaseExpression] = []
+        if isinstance(node, cst.Assign):
+            targets = [t for target in node.targets for t in _targets(target.target)]
+            task = _started_task(node.value)
+            if (
+                task is not None
+                and not nested
+                and len(targets) == 1
+                and _self_root(targets[0]) is not None
+                and isinstance(targets[0], cst.Attribute)
+            ):
+                name = _self_method(task.func)
+                assert name is not None
+                method.refs.append((name, "task"))
+                consumed.add(id(task.func))
+        elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
+            targets = [node.target]
+        elif isinstance(node, cst.Del):
+            targets = list(_targets(node.target))
+        elif isinstance(node, cst.For) and node.asynchronous is not None and not nested:
+            method.consumes = method.consumes or (
+                isinstance(node.iter, cst.Name) and node.iter.value == "self"
+            )
+        elif isinstance(node, cst.Await) and isinstance(node.expression, cst.Call):
+            func = node.expression.func
+            name = _self_method(func)
+            if name is not None and id(func) not in consumed:
+                method.refs.append((name, "other" if nested else "await"))
+                consumed.add(id(func))
+        if isinstance(node, cst.Call):
+            func = node.func
+            name = _self_method(func)
+            if name is not None and id(func) not in consumed:
+                method.refs.append((name, "other" if nested else "call"))
+                consumed.add(id(func))
+            if isinstance(func, cst.Attribute) and func.attr.value in _WRITING_METHODS:
+                root = _self_root(func.value)
+                if root is not None:
+                    writes.add(root)
+        elif isinstance(node, cst.Attribute) and id(node) not in consumed:
+            name = _self_method(node)
+            if name is not None:
+                method.refs.append((name, "other"))
+        for target in targets:
+            root = _self_root(target)
+            if root is not None:
+                writes.add(root)
+        stack.extend((child, nested) for child in children(node))
+    return method
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.endswith("__")
+
+
+def drivers_of(functions: Iterable[cst.FunctionDef]) -> Drivers:
+    """Compute the :class:`Drivers` of a class from its methods (not their nested functions)."""
+    methods = [_scan(function) for function in functions]
+    by_name: dict[str, list[_Method]] = {}
+    for method in methods:
+        by_name.setdefault(method.name, []).append(method)
+    references: dict[str, list[tuple[str, str]]] = {name: [] for name in by_name}
+    for method in methods:
+        for name, how in method.refs:
+            if name in references:
+                references[name].append((method.name, how))
+    asynchronous = {name for name, defs in by_name.items() if any(d.asynchronous for d in defs)}
+    driven = {
+        name for name, defs in by_name.items() if all(d.generator or d.consumes for d in defs)
+    }
+    for name, refs in references.items():
+        if _private(name) and len(refs) == 1 and refs[0][1] == "task":
+            driven.add(name)
+    changed = True
+    while changed:
+        changed = False
+        for name, refs in references.items():
+            if name in driven or not _private(name) or not refs:
+                continue
+            # A coroutine runs in its caller's task only when awaited there: a coroutine
+            # object handed on (`gather(self._a(), self._b())`) runs in tasks of its own.
+            direct = ("await",) if name in asynchronous else ("await", "call")
+            if all(how in direct and caller in driven for caller, how in refs):
+                driven.add(name)
+                changed = True
+    writers: dict[str, set[str]] = {}
+    for method in methods:
+        if method.name in INIT_METHODS:
+            continue
+        for state in method.writes:
+            writers.setdefault(state, set()).add(method.name)
+        for state in method.nested_writes:
+            writers.setdefault(state, set()).add(_NESTED)
+    return Drivers(
+        driven=frozenset(driven),
+        writers={state: frozenset(names) for state, names in writers.items()},
+    )
