@@ -10,7 +10,15 @@ from hypothesis import strategies as st
 
 from interlace._core.explorer import ReplayHints, explore_backend, label_for, shrink
 from interlace._core.result import RunResult
-from interlace._core.schedule import READY, TIMER, Decision, Settings, decode_token, encode_token
+from interlace._core.schedule import (
+    READY,
+    TIMER,
+    Decision,
+    DecisionLog,
+    Settings,
+    decode_token,
+    encode_token,
+)
 from interlace._core.strategy import (
     Chooser,
     ExhaustiveStrategy,
@@ -239,6 +247,19 @@ def test_token_round_trips(
     token = encode_token(settings, decisions)
     assert token.startswith("il1.")
     assert decode_token(token) == (settings, decisions)
+
+
+@given(decision_lists)
+def test_a_decision_log_reads_as_the_tuple_of_its_decisions(
+    decisions: tuple[Decision, ...],
+) -> None:
+    log = DecisionLog([field for decision in decisions for field in decision])
+    assert len(log) == len(decisions)
+    assert log == decisions
+    assert hash(log) == hash(decisions)
+    assert tuple(log) == decisions
+    assert list(log[::-1]) == list(decisions[::-1])
+    assert encode_token(Settings(), log) == encode_token(Settings(), decisions)
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
@@ -65,7 +66,8 @@ class RunResult:
     exception: BaseException | None
     detail: str
     steps: int
-    decisions: tuple[Decision, ...]
+    decisions: Sequence[Decision]
+    """The run's non-stock decisions in step order (a tuple, or a lazy ``DecisionLog``)."""
     trace: tuple[StepRecord, ...] = ()
     divergence: str | None = None
     opaque: bool = False

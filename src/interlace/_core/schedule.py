@@ -10,13 +10,23 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import zlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, overload
 
 from interlace.errors import ReplayTokenError
 
-__all__ = ("READY", "TIMER", "Decision", "Settings", "decode_token", "encode_token")
+__all__ = (
+    "READY",
+    "TIMER",
+    "Decision",
+    "DecisionLog",
+    "Settings",
+    "decode_token",
+    "encode_token",
+)
 
 READY = 0
 """Decision kind: which ready task/callback runs next (option ``n`` = advance the clock)."""
@@ -38,6 +48,61 @@ class Decision(NamedTuple):
     kind: int
     choice: int
     actor: int
+
+
+_make_decision = functools.partial(tuple.__new__, Decision)
+
+
+class DecisionLog(Sequence[Decision]):
+    """A run's decisions, kept as the flat ints a backend recorded them in (step, kind,
+    choice, actor, step, ...) and built into :class:`Decision` tuples only when first read.
+
+    A random walk deviates at most of its thousands of steps, and most runs pass: nothing
+    reads their decisions, so building them would be work (and garbage) for nothing. Equal
+    to, and hashed like, the tuple of its decisions.
+
+    Invariant: ``flat`` is not changed once the log is made (the run has ended).
+    """
+
+    __slots__ = ("_built", "_flat")
+
+    def __init__(self, flat: Sequence[int]) -> None:
+        self._flat = flat
+        self._built: tuple[Decision, ...] | None = None
+
+    def _decisions(self) -> tuple[Decision, ...]:
+        built = self._built
+        if built is None:
+            fields = iter(self._flat)
+            quads = zip(fields, fields, fields, fields, strict=True)
+            built = self._built = tuple([_make_decision(quad) for quad in quads])
+        return built
+
+    def __len__(self) -> int:
+        return len(self._flat) // 4
+
+    @overload
+    def __getitem__(self, index: int) -> Decision: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Decision, ...]: ...
+    def __getitem__(self, index: int | slice) -> Decision | tuple[Decision, ...]:
+        return self._decisions()[index]
+
+    def __iter__(self) -> Iterator[Decision]:
+        return iter(self._decisions())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DecisionLog):
+            other = other._decisions()
+        if isinstance(other, tuple):
+            return self._decisions() == other
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._decisions())
+
+    def __repr__(self) -> str:
+        return f"DecisionLog({self._decisions()!r})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +160,7 @@ def _get_varint(data: bytes, pos: int) -> tuple[int, int]:
         shift += 7
 
 
-def encode_token(settings: Settings, decisions: tuple[Decision, ...]) -> str:
+def encode_token(settings: Settings, decisions: Sequence[Decision]) -> str:
     """Encode a schedule as a compact, copy-pasteable, versioned token."""
     out = bytearray()
     for number in (

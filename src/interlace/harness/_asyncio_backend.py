@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import functools
 import inspect
 import sys
@@ -20,7 +21,7 @@ from interlace._core.schedule import READY, Decision, Settings
 from interlace._core.strategy import Chooser
 from interlace.harness._footprint import AVAILABLE as FOOTPRINTS
 from interlace.harness._footprint import Tracer
-from interlace.harness._introspect import describe_task, is_library_file, location_of
+from interlace.harness._introspect import describe_task, is_library_file, location_of, ownership
 from interlace.harness._loop import Blocked, ControlledEventLoop, Diverged, OverBudget
 from interlace.harness._por import ModelRecorder
 
@@ -125,7 +126,16 @@ class AsyncioBackend:
         self.settings = settings
 
     def run(self, chooser: Chooser, *, record: bool = False) -> RunResult:
-        """Run the target once; a passthrough exception (Ctrl-C, pytest.exit) propagates."""
+        """Run the target once; a passthrough exception (Ctrl-C, pytest.exit) propagates.
+
+        A recorded run (the one a report is made from) also records which task holds each
+        lock, for the report; the wrapped ``acquire`` costs a coroutine a call, so the runs
+        that only explore go without.
+        """
+        with ownership() if record else contextlib.nullcontext():
+            return self._run(chooser, record=record)
+
+    def _run(self, chooser: Chooser, *, record: bool) -> RunResult:
         loop = ControlledEventLoop(chooser, self.settings)
         recorder = _Recorder(loop) if record else None
         loop.observer = recorder
@@ -181,7 +191,7 @@ class AsyncioBackend:
             exception=exception,
             detail=detail,
             steps=steps,
-            decisions=tuple(loop.decisions),
+            decisions=loop.decisions,
             trace=trace,
             divergence=loop.divergence,
             opaque=loop.opaque,

@@ -2,7 +2,7 @@
 
 Everything here runs only when a report is made (a deadlock, a hang, a recorded replay), so it
 may be slow (``gc.get_referrers``). Lock ownership is the one thing asyncio does not keep; the
-``ownership`` context manager records it while an exploration runs.
+``ownership`` context manager records it while a run is recorded for its report.
 """
 
 from __future__ import annotations

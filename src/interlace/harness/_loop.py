@@ -32,7 +32,6 @@ import asyncio
 import collections
 import concurrent.futures
 import contextvars
-import functools
 import heapq
 import itertools
 import sys
@@ -42,7 +41,7 @@ from asyncio import events, format_helpers
 from collections.abc import Callable, Sequence
 from typing import Any, overload
 
-from interlace._core.schedule import READY, TIMER, Decision, Settings
+from interlace._core.schedule import READY, TIMER, DecisionLog, Settings
 from interlace._core.strategy import NEVER, Chooser
 from interlace.errors import UnsupportedOperationError
 
@@ -225,7 +224,6 @@ seen, so ``call_soon`` decides with one dict lookup instead of comparing names."
 
 
 _new_step: Callable[[type[_Step]], _Step] = object.__new__
-_make_decision = functools.partial(tuple.__new__, Decision)
 
 
 def _callback_failed(handle: Any, exc: BaseException) -> None:
@@ -414,11 +412,9 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         self.divergence: str | None = None
 
     @property
-    def decisions(self) -> list[Decision]:
-        """The non-stock decisions taken so far, in step order."""
-        fields = iter(self._decisions)  # four ints a decision
-        quads = zip(fields, fields, fields, fields, strict=True)
-        return [_make_decision(decision) for decision in quads]
+    def decisions(self) -> DecisionLog:
+        """The non-stock decisions taken so far, in step order (built only when read)."""
+        return DecisionLog(self._decisions.copy())
 
     @property
     def last_decision_step(self) -> int:

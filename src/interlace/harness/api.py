@@ -19,7 +19,6 @@ from interlace._core.strategy import (
 )
 from interlace.errors import ConfigError, InvalidTargetError, ReplayDivergedError
 from interlace.harness._asyncio_backend import AsyncioBackend
-from interlace.harness._introspect import ownership
 from interlace.harness._threads import ThreadsBackend, controlled_exploration
 
 __all__ = ("explore", "replay")
@@ -107,8 +106,7 @@ def _session(
 ) -> Iterator[Backend]:
     """The backend for ``settings.backend``, with what it needs installed while it runs."""
     if settings.backend == "asyncio":
-        with ownership():
-            yield AsyncioBackend(target, settings)
+        yield AsyncioBackend(target, settings)
     else:
         with controlled_exploration(instrument, target):
             yield ThreadsBackend(target, settings)
