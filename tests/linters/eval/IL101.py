@@ -506,3 +506,53 @@ class RevalidatedResult:
         await asyncio.sleep(0)
         return object()
 
+
+class SkillCatalog:
+    """Memoized plain data (openai-agents' skills capability)."""
+
+    # ok: a memo of plain data: two tasks that both miss it build an equal sorted list, and
+    # nothing mutates `_names` in place, so the second store drops a copy, not a resource.
+    async def names(self, key):
+        if self._names is not None and self._names_key == key:
+            return self._names
+        tools = await self.fetch_tools()
+        self._names = sorted(tool.name for tool in tools)
+        self._names_key = key
+        return self._names
+
+    # ok: a dict of plain data built by a comprehension from the awaited rows.
+    async def index(self):
+        if self._index is not None:
+            return self._index
+        rows = await self.fetch_tools()
+        self._index = {row.name: row.size for row in rows}
+        return self._index
+
+    # Built in a comprehension, but each element is awaited: the elements may be resources.
+    async def clients(self, urls):
+        if self._clients is None:
+            self._clients = [await connect(url) for url in urls]  # error: IL101
+        return self._clients
+
+    async def history(self):
+        if self._history is None:
+            rows = await self.fetch_tools()
+            self._history = list(rows)  # error: IL101
+        return self._history
+
+    # Appends to `_history` made between the two stores above are lost with the first list.
+    def record(self, row):
+        self._history.append(row)
+
+    async def workers(self):
+        if self._workers is None:
+            await self.spawn()
+            self._workers = []  # error: IL101
+        return self._workers
+
+    async def fetch_tools(self):
+        await asyncio.sleep(0)
+        return []
+
+    async def spawn(self):
+        await asyncio.sleep(0)

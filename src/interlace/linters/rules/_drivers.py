@@ -61,6 +61,7 @@ class _Method:
     refs: list[tuple[str, str]] = field(default_factory=list)
     writes: set[str] = field(default_factory=set)
     nested_writes: set[str] = field(default_factory=set)
+    in_place: set[str] = field(default_factory=set)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,10 +72,13 @@ class Drivers:
         driven: names of methods that only ever run in one task (see the module docstring).
         writers: for each ``self.<attr>``, the methods that write it outside ``__init__``
             (``""`` for a write in a nested function or lambda).
+        in_place: the ``self.<attr>`` that some method other than ``__init__`` mutates in
+            place (``.append()``, ``[k] = v``, ``+=``, ``del x[k]``) rather than replaces.
     """
 
     driven: frozenset[str]
     writers: dict[str, frozenset[str]]
+    in_place: frozenset[str]
 
     def confined(self, method: str, state: str) -> bool:
         """Say whether ``state`` (``self._x``), checked and written in ``method``, can only be
@@ -205,6 +209,7 @@ def _scan(function: cst.FunctionDef) -> _Method:
                 root = _self_root(func.value)
                 if root is not None:
                     writes.add(root)
+                    method.in_place.add(root)
         elif isinstance(node, cst.Attribute) and id(node) not in consumed:
             name = _self_method(node)
             if name is not None:
@@ -213,6 +218,10 @@ def _scan(function: cst.FunctionDef) -> _Method:
             root = _self_root(target)
             if root is not None:
                 writes.add(root)
+                if isinstance(node, cst.AugAssign) or not (
+                    isinstance(target, cst.Attribute) and _self_method(target) is not None
+                ):
+                    method.in_place.add(root)
         stack.extend((child, nested) for child in children(node))
     return method
 
@@ -252,9 +261,11 @@ def drivers_of(functions: Iterable[cst.FunctionDef]) -> Drivers:
                 driven.add(name)
                 changed = True
     writers: dict[str, set[str]] = {}
+    in_place: set[str] = set()
     for method in methods:
         if method.name in INIT_METHODS:
             continue
+        in_place |= method.in_place
         for state in method.writes:
             writers.setdefault(state, set()).add(method.name)
         for state in method.nested_writes:
@@ -262,4 +273,5 @@ def drivers_of(functions: Iterable[cst.FunctionDef]) -> Drivers:
     return Drivers(
         driven=frozenset(driven),
         writers={state: frozenset(names) for state, names in writers.items()},
+        in_place=frozenset(in_place),
     )

@@ -14,13 +14,15 @@ check (later writes depend on the function's own write, not on the check), and a
 replaces the earlier check, which is what makes a correct double-checked lock pass.
 
 IL101 then drops the findings no second task can cause: in a method that only one task runs,
-on state that only such methods write (:mod:`._drivers`).
+on state that only such methods write (:mod:`._drivers`); and the writes that fill a memo with
+plain data, where a second task that also missed the memo only repeats work
+(:meth:`_Scopes.memo`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
@@ -94,6 +96,7 @@ class Finding:
     state: str
     write: cst.CSTNode
     check: _Check
+    value: cst.BaseExpression | None = None
 
 
 def _merge(*states: _State | None) -> _State | None:
@@ -313,6 +316,78 @@ def _negated(state: _State, test: cst.BaseExpression) -> _State:
     }
 
 
+_BUILDERS = frozenset({"dict", "frozenset", "list", "set", "sorted", "tuple"})
+_DISPLAYS = (
+    cst.List,
+    cst.Tuple,
+    cst.Set,
+    cst.Dict,
+    cst.ListComp,
+    cst.SetComp,
+    cst.DictComp,
+)
+
+
+def _fresh_data(value: cst.BaseExpression | None, local: Callable[[str], bool]) -> bool:
+    """Say whether ``value`` builds a new plain container from data the function computed: a
+    display or comprehension, or ``list``/``dict``/``set``/``tuple``/``frozenset``/``sorted``
+    of one, that reads a local variable (``local``), with no ``await`` and no call but pure
+    builtins and reads (``d.values()``, ``x.get(k)``). Nothing in it creates an object that
+    owns a resource, and no task but the one that built it holds a reference. An empty or
+    constant container (``[]``, ``{"started": True}``) carries no computed data: it marks
+    that something was done, which is the check-then-act the rule is for."""
+    if value is None:
+        return False
+    if not isinstance(value, _DISPLAYS) and not (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Name)
+        and value.func.value in _BUILDERS
+    ):
+        return False
+    bound: set[str] = set()
+    read: set[str] = set()
+    stack: list[cst.CSTNode] = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.Await, cst.Yield)):
+            return False
+        if isinstance(node, cst.Call):
+            func = node.func
+            if isinstance(func, cst.Name):
+                if func.value not in _BUILDERS and func.value not in _PURE_FUNCTIONS:
+                    return False
+            elif not (isinstance(func, cst.Attribute) and func.attr.value in _PURE_METHODS):
+                return False
+        elif isinstance(node, cst.CompFor):
+            stack.append(node.iter)
+            if node.inner_for_in is not None:
+                stack.append(node.inner_for_in)
+            stack.extend(cond.test for cond in node.ifs)
+            bound.update(n.value for n in _names(node.target))
+            continue
+        elif isinstance(node, cst.Lambda):
+            stack.append(node.body)
+            bound.update(n.value for n in _names(node.params))
+            continue
+        elif isinstance(node, cst.Name):
+            read.add(node.value)
+        elif isinstance(node, (cst.Attribute, cst.Arg)):
+            # Neither an attribute's name nor a keyword's is a read of a variable.
+            stack.append(node.value)
+            continue
+        stack.extend(children(node))
+    return any(local(name) for name in read - bound)
+
+
+def _names(node: cst.CSTNode) -> Iterator[cst.Name]:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Name):
+            yield current
+        stack.extend(children(current))
+
+
 def _adds_to(node: cst.CSTNode) -> bool:
     return (
         isinstance(node, cst.Call)
@@ -454,7 +529,7 @@ class CheckThenActFlow:
         if defer:
             state[key] = replace(check, pending=Finding(key, node, check))
             return
-        self._report(Finding(key, node, check))
+        self._report(Finding(key, node, check, value))
 
     def _report(self, finding: Finding) -> None:
         if id(finding.check.node) not in self._reported:
@@ -787,6 +862,13 @@ def _related(finding: Finding, what: str) -> list[Related]:
     return related
 
 
+def _local_of(facts: FunctionFacts) -> Callable[[str], bool]:
+    """Return a test for names that hold the function's own data: its locals and parameters
+    other than ``self``/``cls``."""
+    own = (facts.assigned | facts.params()) - facts.declared - {"self", "cls"}
+    return own.__contains__
+
+
 def _own_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
     """Return the nodes of ``node`` outside nested scopes."""
     found: list[cst.CSTNode] = []
@@ -870,6 +952,22 @@ class _Scopes:
             and drivers.confined(facts.node.name.value, _state_root(state))
         )
 
+    def memo(self, facts: FunctionFacts, finding: Finding) -> bool:
+        """Say whether the write fills a memo with plain data: it replaces a whole attribute
+        (``self._x = ...``) with a container built fresh from data in hand (:func:`_fresh_data`),
+        and no method mutates that attribute in place. Two tasks that both missed the memo
+        both store a container like it; the first one is dropped, not lost or leaked."""
+        write = finding.write
+        if not (
+            isinstance(write, cst.Attribute)
+            and isinstance(write.value, cst.Name)
+            and write.value.value in ("self", "cls")
+            and _fresh_data(finding.value, _local_of(facts))
+        ):
+            return False
+        drivers = self.drivers(facts)
+        return drivers is not None and _state_root(finding.state) not in drivers.in_place
+
     def guarded(self) -> frozenset[str]:
         """Module state touched under a lock anywhere in the module."""
         out: set[str] = set()
@@ -910,7 +1008,12 @@ class FlagCheckThenActAcrossAwait(FactsCollector, Rule):
         "consumer drives; a coroutine that consumes the object itself with `async for _ in "
         "self`; a private coroutine the object starts once as its own background task, "
         "keeping the handle in one attribute; private helpers only those call or await) when "
-        "every method that writes the state is such code too."
+        "every method that writes the state is such code too, and for a memo of plain data "
+        "(`self._names = sorted(...)`, a comprehension: a fresh container built from the "
+        "function's own data, with no await or call in it but pure builtins and reads, and "
+        "never mutated in place), where a second task that also missed the memo only "
+        "duplicates work. A value that comes from an `await` or a call may be a resource "
+        "(a client, a connection), and a second copy leaks, so those stay reported."
     )
     bad_example: ClassVar[str] = (
         "class Pool:\n"
@@ -990,6 +1093,13 @@ class FlagCheckThenActAcrossAwait(FactsCollector, Rule):
         "            if job not in self.tasks:\n"
         "                await self.announce(job)\n"
         "                self.tasks[job] = job\n",
+        # A memo of plain data: a duplicate only repeats work.
+        "class C:\n"
+        "    async def names(self):\n"
+        "        if self._names is None:\n"
+        "            tools = await self.fetch()\n"
+        "            self._names = sorted(t.name for t in tools)\n"
+        "        return self._names\n",
     )
     INVALID: ClassVar[Sequence[str]] = (
         "class A:\n"
@@ -1051,9 +1161,9 @@ class FlagCheckThenActAcrossAwait(FactsCollector, Rule):
             if self._scopes.covered(facts):
                 continue
             for finding in findings:
-                if self._scopes.confined(facts, finding.state):
-                    # Only the one task that runs this method writes the state, and it is
-                    # the task that is suspended.
+                if self._scopes.confined(facts, finding.state) or self._scopes.memo(facts, finding):
+                    # Only the task that is suspended writes the state, or the write
+                    # replaces a memo of plain data: no other task's work is lost.
                     continue
                 self.report(
                     finding.write,
