@@ -124,6 +124,34 @@ def test_one_seed_gives_the_same_schedule_every_run(strategy: type[RandomWalkStr
     assert len(next(iter(runs))) > 10
 
 
+async def sleepers() -> None:
+    lock = asyncio.Lock()
+
+    async def worker(index: int) -> None:
+        for i in range(6):
+            await asyncio.sleep(0 if i % 2 else 0.001 * (index % 3))
+            async with lock:
+                await asyncio.sleep(0)
+
+    await asyncio.gather(*(worker(index) for index in range(12)))
+
+
+@pytest.mark.parametrize("strategy", [RandomWalkStrategy, PCTStrategy])
+def test_a_choice_the_loop_takes_itself_is_the_one_the_chooser_would_make(
+    strategy: type[RandomWalkStrategy],
+) -> None:
+    # The loop draws the random walk's option and takes PCT's top-ranked one without calling
+    # choose(); a chooser that hides how (no ``uniform``, no ``rank``) is asked every time.
+    backend = AsyncioBackend(sleepers, Settings())
+    taken, asked = strategy(3), strategy(3)
+    for _ in range(20):
+        hidden = asked.next_chooser()
+        hidden.uniform = hidden.rank = None
+        by_loop = backend.run(taken.next_chooser()).decisions
+        assert len(by_loop) > 5
+        assert by_loop == backend.run(hidden).decisions
+
+
 async def a_callback_that_raises() -> None:
     loop = asyncio.get_running_loop()
     ran: list[str] = []

@@ -11,10 +11,11 @@ Invariant: a chooser is used for exactly one run, and it is deterministic given 
 
 from __future__ import annotations
 
+import bisect
 import collections
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from interlace._core.result import RunModel, RunResult
@@ -51,6 +52,16 @@ class Chooser:
     counts_only: bool = False
     """True if :meth:`choose` reads only how many options there are: a backend may then call
     :meth:`choose_count` with the number instead (no sequence to build)."""
+    uniform: Callable[[], float] | None = None
+    """Set by a chooser that takes a uniformly random option at every schedule point (its
+    generator's ``random``): a backend may then draw ``int(uniform() * options)`` itself,
+    the very draw :meth:`choose_count` makes, with no call per step."""
+    rank: Callable[[int], float] | None = None
+    """Set by a chooser that takes the option whose actor ranks highest (the first of equal
+    ranks; advancing the clock ranks as actor -1, and only wins if it ranks higher) at every
+    schedule point before ``ranked_until``: a backend may then take that option itself,
+    ranking the options in order, and call :meth:`choose` only from ``ranked_until`` on."""
+    ranked_until: int = 0
 
     def choose(self, step: int, actors: Sequence[int], can_advance: bool) -> int:
         """Pick which ready option runs at ``step`` (0 = stock)."""
@@ -140,7 +151,7 @@ class _RandomWalkChooser(Chooser):
 
     def __init__(self, rng: random.Random) -> None:
         self._rng = rng
-        self._random = rng.random
+        self._random = self.uniform = rng.random
         self.consult_at = 0
 
     counts_only = True
@@ -184,13 +195,21 @@ class _PCTChooser(Chooser):
     def __init__(self, rng: random.Random, depth: int, expected_steps: int) -> None:
         self._rng = rng
         self._priority = _Priorities(rng)
-        self._lookup = self._priority.__getitem__
+        self._lookup = self.rank = self._priority.__getitem__
         self._change_points = {rng.randrange(1, max(2, expected_steps)) for _ in range(depth - 1)}
+        # Between change points the choice is the highest-priority option, which a backend
+        # may take itself (see ``Chooser.rank``); it calls choose() again from the next one.
+        self._ordered_points = sorted(self._change_points)
+        self.ranked_until = self._ordered_points[0] if self._ordered_points else NEVER
         self._low = 0.0
         self.consult_at = 0
 
     def choose(self, step: int, actors: Sequence[int], can_advance: bool) -> int:
         self.consult_at = step + 1
+        if step >= self.ranked_until:
+            points = self._ordered_points
+            index = bisect.bisect_right(points, step)
+            self.ranked_until = points[index] if index < len(points) else NEVER
         # max() looks priorities up in option order, so first sightings draw from the rng
         # in the same order every run, and it keeps the first of equal priorities.
         best_actor = max(actors, key=self._lookup)

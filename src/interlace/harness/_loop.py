@@ -717,7 +717,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
             if skipped:
                 handles = [h for h in itertools.islice(ready, count + skipped) if not h._cancelled]
             can_advance = False
-            if movable and not skipped and count == len(ready):
+            if movable and not skipped and count == len(ready) and self._scheduled:
                 timer = self._pending_timer()
                 if timer is not None:
                     can_advance = timer._when - self._now <= self._jitter or all(
@@ -727,8 +727,21 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
                 choice = 0
                 chooser.consult_at = max(chooser.consult_at, step + 2)
             else:
-                if ids is not None:
-                    choice = chooser.choose(step + 1, ids, can_advance)
+                uniform = chooser.uniform
+                if uniform is not None:
+                    # The random walk's draw, taken here: no call at every step.
+                    choice = int(uniform() * (count + can_advance))
+                elif ids is not None:
+                    rank = chooser.rank
+                    if rank is not None and step + 1 < chooser.ranked_until:
+                        # PCT between change points: the highest-ranked option, the first
+                        # of equals (max() ranks the options in order, as choose() would).
+                        best = max(ids, key=rank)
+                        choice = ids.index(best)
+                        if can_advance and rank(-1) > rank(best):
+                            choice = count
+                    else:
+                        choice = chooser.choose(step + 1, ids, can_advance)
                 elif chooser.counts_only:
                     choice = chooser.choose_count(step + 1, count, can_advance)
                 else:
@@ -754,7 +767,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
                     for earlier in handles[:choice]:
                         earlier._il_budget -= 1
                 actor = ids[choice] if ids is not None else _actor_of(handle)
-                self._decisions.extend((step + 1, READY, choice, actor))
+                self._decisions += (step + 1, READY, choice, actor)
             else:
                 # Postpone everything that is ready until the next timer has fired and the
                 # work it wakes has run: the ready tasks' awaits took that long.
