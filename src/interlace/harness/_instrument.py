@@ -26,7 +26,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ("UNKNOWN", "CallSite", "Plan", "Unknown", "evaluate", "is_under_test", "plan_for")
+__all__ = (
+    "UNKNOWN",
+    "CallSite",
+    "Plan",
+    "Unknown",
+    "evaluate",
+    "is_under_test",
+    "plan_for",
+    "reader",
+)
 
 _STDLIB = os.path.normcase(os.path.realpath(sysconfig.get_paths()["stdlib"])) + os.sep
 _PLATSTDLIB = os.path.normcase(os.path.realpath(sysconfig.get_paths()["platstdlib"])) + os.sep
@@ -123,6 +132,10 @@ class Plan:
         line_last: the last of those offsets on each line of ``opcode_lines``; 3.11 traces
             a line's opcodes only from where the line is entered up to that offset.
         finals: the offsets that are some line's last (opcode tracing stops after them).
+        with_readers: for each offset of ``withs``, its recipe made a reader
+            (``reader``): evaluated at every ``with``, so made once.
+        with_locals: the offsets of ``withs`` whose recipe is a plain local (``with
+            lock:``, the usual case) and that local's name, to read with no call.
     """
 
     inline: frozenset[int]
@@ -132,6 +145,8 @@ class Plan:
     offsets: frozenset[int]
     line_last: dict[int, int]
     finals: frozenset[int]
+    with_readers: dict[int, Callable[[types.FrameType], Any]]
+    with_locals: dict[int, str]
 
 
 def _plan(
@@ -142,7 +157,14 @@ def _plan(
 ) -> Plan:
     offsets = frozenset(inline | withs.keys() | calls.keys())
     lines = frozenset(line_last)
-    return Plan(inline, withs, calls, lines, offsets, line_last, frozenset(line_last.values()))
+    finals = frozenset(line_last.values())
+    readers = {offset: reader(recipe) for offset, recipe in withs.items()}
+    plain = {
+        offset: str(recipe[0][1])
+        for offset, recipe in withs.items()
+        if len(recipe) == 1 and recipe[0][0] == "local"
+    }
+    return Plan(inline, withs, calls, lines, offsets, line_last, finals, readers, plain)
 
 
 _NO_PLAN = _plan(frozenset(), {}, {}, {})
@@ -411,6 +433,23 @@ def evaluate(recipe: Recipe, frame: types.FrameType) -> Any:
     for _, attr in recipe[1:]:
         value = _static_attr(value, attr)
     return value
+
+
+def reader(recipe: Recipe) -> Callable[[types.FrameType], Any]:
+    """``evaluate`` for one recipe, made once: a plain local (``with lock:``) is read with
+    no more than the frame's locals lookup, since every ``with`` in code under test pays it.
+    """
+    if len(recipe) == 1 and recipe[0][0] == "local":
+        name = recipe[0][1]
+
+        def read_local(frame: types.FrameType) -> Any:
+            try:
+                return frame.f_locals[name]
+            except KeyError:
+                raise UNKNOWN from None
+
+        return read_local
+    return lambda frame: evaluate(recipe, frame)
 
 
 def user_frame(frame: types.FrameType | None) -> types.FrameType | None:

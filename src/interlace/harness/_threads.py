@@ -23,6 +23,7 @@ from __future__ import annotations
 import _thread
 import collections
 import contextlib
+import dis
 import itertools
 import queue
 import selectors
@@ -53,6 +54,7 @@ _LOCK = _thread.LockType
 _RLOCK: type = _thread.RLock
 LOCK_TYPES = (_LOCK, _RLOCK)
 
+_getframe = sys._getframe
 _real_sleep = time.sleep
 _real_monotonic = time.monotonic
 _real_time = time.time
@@ -132,6 +134,14 @@ class _Local(threading.local):
 
 _local = _Local()
 
+_baton: _Thread | None = None
+"""The controlled thread that holds the baton in the run under way (``Controller.current``).
+
+The schedule-point hooks find their thread here rather than in ``_local`` (an attribute of a
+``threading.local`` costs more than the rest of a point). Only the baton holder runs code
+under test, unless threads the exploration does not control do: see ``_line_hooks``.
+"""
+
 
 class Controller:
     """The scheduler of one run: who holds the baton, the virtual clock, the decisions."""
@@ -143,7 +153,7 @@ class Controller:
         self.slice_end = settings.time_slice
         self.attention = 0
         self.threads: list[_Thread] = []
-        self.current: _Thread | None = None
+        self._current: _Thread | None = None
         self.now = 0
         self.decisions: list[Decision] = []
         self.failure: tuple[str, BaseException | None, str] | None = None
@@ -158,6 +168,16 @@ class Controller:
         self._refresh()
 
     # -- bookkeeping -------------------------------------------------------------------------
+
+    @property
+    def current(self) -> _Thread | None:
+        """The thread that holds the baton (runs code under test now)."""
+        return self._current
+
+    @current.setter
+    def current(self, t: _Thread | None) -> None:
+        global _baton
+        self._current = _baton = t
 
     def add(self, name: str, thread: threading.Thread | None, daemon: bool) -> _Thread:
         t = _Thread(self, len(self.threads), name, thread, daemon)
@@ -251,10 +271,21 @@ class Controller:
 
     # -- the hot path --------------------------------------------------------------------------
 
+    def on_line(self, code: types.CodeType, line: int) -> Any:
+        """``_mon_line`` bound to this run, for when only the baton holder runs code under
+        test (``_line_hooks``): the LINE hook of 3.12+, the most frequent schedule point."""
+        self.step += 1
+        if self.step >= self.attention:
+            t = self._current
+            if t is not None:
+                self.attend(t)
+
     def attend(self, t: _Thread) -> None:
         """A schedule point in the running thread ``t`` needs a look (consult, slice, budget)."""
         if t.busy:
             return  # a point inside the scheduler itself (user code it called): not a point
+        if t.ident != _get_ident():
+            return  # another thread ran code under test (see _line_hooks): never act as t
         t.busy = True
         try:
             self._attend(t)
@@ -735,6 +766,8 @@ def _controlled() -> tuple[_Thread, Controller] | None:
 def _start(self: threading.Thread) -> None:
     found = _controlled()
     if found is None or getattr(self, "_il_thread", None) is not None:
+        if _baton is not None:
+            _line_hooks(None, foreign=True)  # an uncontrolled thread, started during a run
         _orig_start(self)
         return
     t, ctl = found
@@ -785,10 +818,23 @@ def _start(self: threading.Thread) -> None:
         _orig_start(self)
     finally:
         _local.thread = t
+    # Known before the child can hold the baton (it sets it again itself): threading set
+    # it before start() returned.
+    child.ident = self.ident
     if user:
         ctl.step += 1
         if ctl.step >= ctl.attention:
             ctl.attend(t)
+
+
+def _start_new_thread(function: Callable[..., Any], *args: Any, **kwargs: Any) -> int:
+    """``_thread.start_new_thread``: the new thread is not controlled (see ``_line_hooks``)."""
+    if _baton is not None:
+        _line_hooks(None, foreign=True)
+    return int(_orig_start_new_thread(function, *args, **kwargs))
+
+
+_orig_start_new_thread = _thread.start_new_thread
 
 
 def _join(self: threading.Thread, timeout: float | None = None) -> None:
@@ -979,6 +1025,7 @@ _wall = _virtual(_real_time, _EPOCH_WALL)
 
 _PATCHES: list[tuple[Any, str, Any]] = [
     (threading.Thread, "start", _start),
+    (_thread, "start_new_thread", _start_new_thread),
     (threading.Thread, "join", _join),
     (threading.Thread, "is_alive", _is_alive),
     (threading.Condition, "__enter__", _cond_enter),
@@ -1009,8 +1056,6 @@ _PATCHES: list[tuple[Any, str, Any]] = [
 # bookkeeping is written out in each rather than called (a Python call costs as much as the
 # rest of a point).
 
-_plans = _instrument._plans
-
 
 def _site(plan: _instrument.Plan, t: _Thread, offset: int, frame: types.FrameType) -> None:
     """An instruction of interest in ``t``: a point inside a line, a ``with``, a lock call."""
@@ -1020,28 +1065,32 @@ def _site(plan: _instrument.Plan, t: _Thread, offset: int, frame: types.FrameTyp
         if ctl.step >= ctl.attention:
             ctl.attend(t)
         return
-    recipe = plan.withs.get(offset)
-    if recipe is not None:
-        try:
-            manager = evaluate(recipe, frame)
-        except Unknown:
-            return
-        kind = type(manager)
-        if kind is _LOCK:
-            ctl = t.ctl
-            if ctl.step + 1 < ctl.attention and not ctl.record and not manager.locked():
-                # Exactly what ``ctl.acquire(t, manager)`` does for a free Lock when the
-                # point before it needs no look (an aborting run has attention 0): count
-                # the point, note the owner. Recording runs (reports) take the long way.
-                ctl.step += 1
-                ctl.owners[id(manager)] = t
-                return
-        if kind in LOCK_TYPES:
-            t.ctl.acquire(t, manager)
+    read = plan.with_readers.get(offset)
+    if read is not None:
+        _with_site(t, read, frame)
         return
     site = plan.calls.get(offset)
     if site is not None:
         _lock_call(t.ctl, t, site, frame)
+
+
+def _with_site(t: _Thread, read: Callable[[types.FrameType], Any], frame: types.FrameType) -> None:
+    """Just before ``with manager:`` in ``t``: a C lock's acquire must not block for real."""
+    try:
+        manager = read(frame)
+    except Unknown:
+        return
+    kind = type(manager)
+    if kind is _LOCK:
+        ctl = t.ctl
+        if ctl.step + 1 < ctl.attention and not ctl.record and not manager.locked():
+            # Exactly what ``ctl.acquire(t, manager)`` does for a free Lock when the point
+            # before it needs no look (an aborting run has attention 0): count the point.
+            # The owner is noted only for reports, which recorded runs make (the long way).
+            ctl.step += 1
+            return
+    if kind in LOCK_TYPES:
+        t.ctl.acquire(t, manager)
 
 
 def _lock_call(
@@ -1106,23 +1155,47 @@ _one_liners: set[types.CodeType] = set()
 
 
 def _body_on_def_line(code: types.CodeType) -> bool:
-    for start, _end, line in code.co_lines():
-        if start > 0 and line is not None:
+    """Whether the code after ``RESUME`` (a closure's prologue comes first) starts on the
+    def line, as a lambda's body does."""
+    body = 0
+    for instr in dis.get_instructions(code):
+        if instr.opname == "RESUME":
+            body = instr.offset + 2
+            break
+    for _start, end, line in code.co_lines():
+        if end > body and line is not None:
             return bool(line == code.co_firstlineno)
     return True
 
 
 def _instrument_code(code: types.CodeType) -> None:
+    global _careful_lines
     mon = _MON
     plan = plan_for(code)
     if plan is not None and _tool is not None and code not in _instrumented:
-        if _body_on_def_line(code):
-            _one_liners.add(code)
         events = mon.events.LINE
+        if _body_on_def_line(code):
+            # A body on its def line (a lambda) gets a LINE event there on some calls only
+            # (3.12 on every call, 3.13 on a code object's first call): never a point, so
+            # every run agrees. Code all on that line needs no LINE events at all; the
+            # rare one that goes on to other lines gets the hook that checks for it.
+            if all(line in (None, code.co_firstlineno) for _, _, line in code.co_lines()):
+                events = 0
+            else:
+                _one_liners.add(code)
+                _careful_lines = True
+                mon.register_callback(_tool, mon.events.LINE, _mon_line_careful)
         if plan.offsets:
             events |= mon.events.INSTRUCTION
+            _plan_of[id(code)] = plan
         mon.set_local_events(_tool, code, events)
         _instrumented.add(code)
+
+
+_plan_of: dict[int, _instrument.Plan] = {}
+"""The plan of each instrumented code object with points inside lines, by ``id(code)``
+(the code objects stay alive in ``_instrumented``): hashing a code object on every
+instruction event would cost more than the rest of the event."""
 
 
 def _mon_start(code: types.CodeType, offset: int) -> Any:
@@ -1176,49 +1249,123 @@ def _instrument_eagerly(target: Any) -> None:
 
 
 def _mon_line(code: types.CodeType, line: int) -> Any:
-    if line == code.co_firstlineno and code in _one_liners:
-        # A body on its def line (a lambda) gets a LINE event on some calls only (3.13
-        # emits one on a code object's first call): never a point, so every run agrees.
-        return _DISABLE
-    t = _local.thread
-    if t is None:
-        return None
-    ctl = t.ctl
-    ctl.step += 1
-    if ctl.step >= ctl.attention:
-        ctl.attend(t)
-    return None
+    t = _baton
+    if t is not None:
+        ctl = t.ctl
+        ctl.step += 1
+        if ctl.step >= ctl.attention:
+            ctl.attend(t)
 
 
 def _mon_instruction(code: types.CodeType, offset: int) -> Any:
-    plan = _plans.get(code)
+    plan = _plan_of.get(id(code))
     if plan is None or offset not in plan.offsets:
         return _DISABLE
-    t = _local.thread
+    t = _baton
     if t is not None:
-        _site(plan, t, offset, sys._getframe(1))
+        if offset in plan.inline:
+            ctl = t.ctl
+            ctl.step += 1
+            if ctl.step >= ctl.attention:
+                ctl.attend(t)
+            return None
+        name = plan.with_locals.get(offset)
+        if name is not None:
+            # ``with lock:``, written out (see _with_site): every ``with`` pays for it.
+            manager = _getframe(1).f_locals.get(name)
+            if type(manager) is _LOCK:
+                ctl = t.ctl
+                if ctl.step + 1 < ctl.attention and not ctl.record and not manager.locked():
+                    ctl.step += 1
+                    return None
+            if type(manager) in LOCK_TYPES:
+                t.ctl.acquire(t, manager)
+            return None
+        _site(plan, t, offset, _getframe(1))
     return None
 
 
+def _mon_line_careful(code: types.CodeType, line: int) -> Any:
+    """``_mon_line`` where another thread may run code under test, or a lambda-like body."""
+    if line == code.co_firstlineno and code in _one_liners:
+        return _DISABLE
+    t = _baton
+    if t is not None and t.ident == _get_ident():
+        return _mon_line(code, line)
+    return None
+
+
+def _mon_instruction_careful(code: types.CodeType, offset: int) -> Any:
+    """``_mon_instruction`` where another thread may run code under test."""
+    t = _baton
+    if t is not None and t.ident != _get_ident():
+        plan = _plan_of.get(id(code))
+        return _DISABLE if plan is None or offset not in plan.offsets else None
+    return _mon_instruction(code, offset)
+
+
+_careful_lines = False
+"""Code whose body starts on its def line but goes on to other lines was instrumented."""
+
+
+def _line_hooks(ctl: Controller | None, *, foreign: bool) -> None:
+    """Pick the schedule-point hooks for this run (3.12+; they count the same points).
+
+    A hook on every line of code under test is most of what a schedule point costs, and
+    asking which thread runs it (``get_ident()``) is most of the hook's own work. Only the
+    baton holder runs code under test unless the process has threads the exploration does
+    not control: so the hooks ask only when such a thread exists when the run starts
+    (``foreign``), or is started during it (``threading`` or ``_thread``, from then on).
+    ``Controller.attend`` always asks, so such a thread is never scheduled as another.
+    Without a run (``ctl`` None) the hooks find no baton and count nothing.
+    """
+    if _tool is None:
+        return
+    mon = _MON
+    line: Callable[[types.CodeType, int], Any] = _mon_line
+    if foreign or _careful_lines:
+        line = _mon_line_careful
+    elif ctl is not None:
+        line = ctl.on_line
+    mon.register_callback(_tool, mon.events.LINE, line)
+    mon.register_callback(
+        _tool, mon.events.INSTRUCTION, _mon_instruction_careful if foreign else _mon_instruction
+    )
+
+
 def _trace_call(frame: types.FrameType, event: str, arg: Any) -> Any:
-    if event != "call":
-        return None
     code = frame.f_code
+    entry = _tracer_of.get(id(code))
+    if entry is None or entry[0] is not code:
+        entry = _tracer_for(code)
+    return entry[1]
+
+
+_Tracer = Callable[[types.FrameType, str, Any], Any]
+
+
+def _tracer_for(code: types.CodeType) -> tuple[types.CodeType, _Tracer | None]:
     plan = plan_for(code)
-    if plan is None:
-        return None
-    if not plan.offsets:
-        return _trace_lines  # no point inside a line: no opcode events, no plan needed
-    tracer = _opcode_tracers.get(code)
-    if tracer is None:
-        # A plan depends on the bytecode alone, so a code object's tracer is made once.
-        tracer = _opcode_tracers[code] = _trace_local(plan)
-    return tracer
+    tracer: _Tracer | None = None
+    if plan is not None:
+        # No point inside a line: no opcode events, no plan needed.
+        tracer = _trace_local(plan) if plan.offsets else _trace_lines
+    entry = _tracer_of[id(code)] = (code, tracer)
+    return entry
+
+
+_tracer_of: dict[int, tuple[types.CodeType, _Tracer | None]] = {}
+"""Each code object's local tracer (None: not code under test), by ``id(code)``, with the
+code itself to tell a reused id (hashing a code object costs more than the rest of a call).
+A plan depends on the bytecode alone, so a code object's tracer is made once a session."""
+
+# On 3.11 the hooks below need no ident check (unlike the monitoring ones): sys.settrace is
+# per thread, and only controlled threads trace, each only while it holds the baton.
 
 
 def _trace_lines(frame: types.FrameType, event: str, arg: Any) -> Any:
     if event == "line":
-        t = _local.thread
+        t = _baton
         if t is not None:
             ctl = t.ctl
             ctl.step += 1
@@ -1227,13 +1374,14 @@ def _trace_lines(frame: types.FrameType, event: str, arg: Any) -> Any:
     return _trace_lines
 
 
-def _trace_local(plan: _instrument.Plan) -> Callable[[types.FrameType, str, Any], Any]:
+def _trace_local(plan: _instrument.Plan) -> _Tracer:
     """The local tracer of code with points inside lines.
 
     Opcode events cost a call each, so they are on only from where a line with such a point
     is entered up to that line's last point (a loop back into the line is a line event).
     """
     offsets = plan.offsets
+    inline = plan.inline
     finals = plan.finals
     line_last = plan.line_last
 
@@ -1243,13 +1391,19 @@ def _trace_local(plan: _instrument.Plan) -> Callable[[types.FrameType, str, Any]
             if offset in offsets:
                 if offset in finals:
                     frame.f_trace_opcodes = False
-                t = _local.thread
+                t = _baton
                 if t is not None:
-                    _site(plan, t, offset, frame)
+                    if offset in inline:
+                        ctl = t.ctl
+                        ctl.step += 1
+                        if ctl.step >= ctl.attention:
+                            ctl.attend(t)
+                    else:
+                        _site(plan, t, offset, frame)
         elif event == "line":
             last = line_last.get(frame.f_lineno)
             frame.f_trace_opcodes = last is not None and frame.f_lasti <= last
-            t = _local.thread
+            t = _baton
             if t is not None:
                 ctl = t.ctl
                 ctl.step += 1
@@ -1258,9 +1412,6 @@ def _trace_local(plan: _instrument.Plan) -> Callable[[types.FrameType, str, Any]
         return trace
 
     return trace
-
-
-_opcode_tracers: dict[types.CodeType, Callable[[types.FrameType, str, Any], Any]] = {}
 
 
 def _tracing_on(ctl: Controller) -> None:
@@ -1279,7 +1430,7 @@ _active = _allocate_lock()
 @contextlib.contextmanager
 def controlled_exploration(instrument: tuple[str, ...] = (), target: Any = None) -> Iterator[None]:
     """Install the patched primitives and the schedule-point instrumentation."""
-    global _tool
+    global _tool, _careful_lines
     if not _active.acquire(False):
         raise UnsupportedOperationError(
             "a threads exploration is already running in this process (another thread, or "
@@ -1288,6 +1439,7 @@ def controlled_exploration(instrument: tuple[str, ...] = (), target: Any = None)
     saved: list[tuple[Any, str, Any]] = []
     try:
         _instrument.set_instrumented(instrument)
+        _tracer_of.clear()
         if _MONITORING:
             mon = _MON
             for candidate in (3, 4, 2, 1, 0):
@@ -1304,6 +1456,7 @@ def controlled_exploration(instrument: tuple[str, ...] = (), target: Any = None)
             mon.register_callback(_tool, mon.events.LINE, _mon_line)
             mon.register_callback(_tool, mon.events.INSTRUCTION, _mon_instruction)
             mon.set_events(_tool, mon.events.PY_START)
+            _careful_lines = False
             # PY_START was DISABLEd for every code object the last session saw; see them anew.
             mon.restart_events()
             _instrument_eagerly(target)
@@ -1321,6 +1474,7 @@ def controlled_exploration(instrument: tuple[str, ...] = (), target: Any = None)
             for code in _instrumented:
                 mon.set_local_events(_tool, code, 0)
             _instrumented.clear()
+            _plan_of.clear()
             for event in (mon.events.PY_START, mon.events.LINE, mon.events.INSTRUCTION):
                 mon.register_callback(_tool, event, None)
             mon.free_tool_id(_tool)
@@ -1362,11 +1516,13 @@ class ThreadsBackend:
         self.settings = settings
 
     def run(self, chooser: Chooser, *, record: bool = False) -> RunResult:
+        global _baton
         from interlace.harness._asyncio_backend import is_passthrough
 
         ctl = Controller(chooser, self.settings, record)
         main = ctl.add("MainThread", None, False)
         main.ident = _get_ident()
+        _line_hooks(ctl, foreign=len(sys._current_frames()) > 1)
         ctl.current = main
         counter = threading._counter  # type: ignore[attr-defined]
         threading._counter = itertools.count(1).__next__  # type: ignore[attr-defined]
@@ -1402,6 +1558,8 @@ class ThreadsBackend:
         finally:
             _local.thread = None
             _unwind(ctl)
+            _baton = None  # the report still reads ctl.current
+            _line_hooks(None, foreign=False)
             threading._counter = counter  # type: ignore[attr-defined]
             sys.settrace(previous_trace)
         if interrupted is not None:
