@@ -6,6 +6,7 @@ Every program here is small and written for one behaviour of the model: a bug it
 
 from __future__ import annotations
 
+import _thread
 import asyncio
 import queue
 import threading
@@ -342,6 +343,43 @@ def test_the_same_seed_gives_the_same_token() -> None:
         assert failure is not None
         tokens.add(failure.token)
     assert len(tokens) == 1
+
+
+def _spin_until(stop: threading.Event) -> None:
+    count = 0
+    while not stop.is_set():
+        count += 1
+        count %= 1000
+
+
+@pytest.mark.parametrize("start", ["before", "during"])
+def test_a_thread_the_exploration_does_not_control_never_moves_the_schedule(start: str) -> None:
+    # The other thread runs code under test (this file) all the while, its lines
+    # interleaved with the runs' wherever the GIL switches: never counted as points.
+    expected = interlace.explore(check_then_insert, seed=11, max_schedules=300).failure
+    assert expected is not None
+    stop = threading.Event()
+    started: list[int] = []
+
+    def target() -> None:
+        if not started:
+            started.append(_thread.start_new_thread(_spin_until, (stop,)))
+        check_then_insert()
+
+    other = threading.Thread(target=_spin_until, args=(stop,))
+    if start == "before":
+        other.start()
+    try:
+        for _ in range(3):
+            explored = target if start == "during" else check_then_insert
+            failure = interlace.explore(explored, seed=11, max_schedules=300).failure
+            assert failure is not None
+            assert failure.token == expected.token or start == "during"
+            assert interlace.replay(explored, failure.token) is not None
+    finally:
+        stop.set()
+        if other.is_alive():
+            other.join()
 
 
 async def _async_target() -> None:

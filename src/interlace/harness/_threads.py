@@ -152,6 +152,12 @@ class Controller:
         self.step = 0
         self.slice_end = settings.time_slice
         self.attention = 0
+        self.quiet_until = 0
+        """A step before which the chooser would take the running thread at every point it
+        were asked at (``_consult``); 0 when that is not known."""
+        self.ranked: set[int] = set()
+        """The actors the chooser's ``rank`` has ranked (so ranking them draws nothing)."""
+        self.step_cap = settings.max_steps + 1
         self.threads: list[_Thread] = []
         self._current: _Thread | None = None
         self.now = 0
@@ -178,18 +184,25 @@ class Controller:
     def current(self, t: _Thread | None) -> None:
         global _baton
         self._current = _baton = t
+        if self.quiet_until:
+            self.quiet_until = 0  # it was known for the thread that held the baton
+            self._refresh()
 
     def add(self, name: str, thread: threading.Thread | None, daemon: bool) -> _Thread:
         t = _Thread(self, len(self.threads), name, thread, daemon)
         t.since = self.step
         self.threads.append(t)
+        if self.quiet_until:
+            self.quiet_until = 0  # a thread the chooser has not ranked
+            self._refresh()
         return t
 
     def _refresh(self) -> None:
         if self.aborting:
             self.attention = 0
             return
-        self.attention = min(self.chooser.consult_at, self.slice_end, self.settings.max_steps + 1)
+        consult = max(self.chooser.consult_at, self.quiet_until)
+        self.attention = min(consult, self.slice_end, self.step_cap)
 
     def _can_run(self, t: _Thread) -> bool:
         if t.status == _RUNNABLE:
@@ -272,8 +285,8 @@ class Controller:
     # -- the hot path --------------------------------------------------------------------------
 
     def on_line(self, code: types.CodeType, line: int) -> Any:
-        """``_mon_line`` bound to this run, for when only the baton holder runs code under
-        test (``_line_hooks``): the LINE hook of 3.12+, the most frequent schedule point."""
+        """The LINE hook of 3.12+ (the most frequent schedule point) in a run where only the
+        baton holder runs code under test (``_line_hooks``): it only counts."""
         self.step += 1
         if self.step >= self.attention:
             t = self._current
@@ -286,11 +299,71 @@ class Controller:
             return  # a point inside the scheduler itself (user code it called): not a point
         if t.ident != _get_ident():
             return  # another thread ran code under test (see _line_hooks): never act as t
+        step = self.step
+        consult = self.chooser.consult_at <= step < self.slice_end and step < self.step_cap
+        if consult and not self.aborting:
+            self._consult(t, step)
+            return
         t.busy = True
         try:
             self._attend(t)
         finally:
             t.busy = False
+
+    def _consult(self, t: _Thread, step: int) -> None:
+        """``_attend`` where only the chooser is due (an exploring schedule's usual point),
+        written out: the options, the choice (taken by ranking where the chooser allows,
+        see ``Chooser.rank``), the switch."""
+        try:
+            others = [
+                u
+                for u in self._order(t)
+                if u.status == _RUNNABLE or (u.status == _BLOCKED and self._can_run(u))
+            ]
+            if not others:
+                return  # nothing to choose between; the chooser is asked at the next point
+            options = [t, *others]
+            # No "advance the clock" option: computing takes no virtual time, so a timeout
+            # elsewhere never fires in the middle of a thread's work (no false alarms from
+            # timing no real machine shows); the clock moves when every thread waits.
+            chooser = self.chooser
+            rank = chooser.rank
+            if rank is not None and step < chooser.ranked_until:
+                choice = 0
+                top = rank(t.actor)
+                for index in range(1, len(options)):
+                    value = rank(options[index].actor)
+                    if value > top:
+                        choice, top = index, value
+                self.ranked.update(u.actor for u in options)
+                if not choice:
+                    self._quiet(t, top, chooser.ranked_until)
+            elif chooser.counts_only:
+                choice = chooser.choose_count(step, len(options), False)
+            else:
+                choice = chooser.choose(step, [u.actor for u in options], False)
+            if not 0 <= choice < len(options):
+                choice = 0
+            if choice:
+                self.decisions.append(Decision(step, READY, choice, options[choice].actor))
+                t.busy = True
+                try:
+                    self._switch(t, options[choice], "(preempted)")
+                finally:
+                    t.busy = False
+        finally:
+            self._refresh()
+
+    def _quiet(self, t: _Thread, top: float, until: int) -> None:
+        """``t`` ranks above every other thread alive (blocked ones too, all ranked): until
+        the chooser's next change, or a thread starts, it takes ``t`` at every point."""
+        rank = self.chooser.rank
+        assert rank is not None
+        ranked = self.ranked
+        for u in self.threads:
+            if u is not t and u.status != _DONE and (u.actor not in ranked or rank(u.actor) > top):
+                return
+        self.quiet_until = until
 
     def _attend(self, t: _Thread) -> None:
         if self.aborting:
@@ -317,18 +390,8 @@ class Controller:
                     target = min(others, key=lambda u: u.since)
                     self._switch(t, target, "(time slice)")
                 return
-            if step < self.chooser.consult_at:
-                return
-            others = [u for u in self._order(t) if self._can_run(u)]
-            if not others:
-                return  # nothing to choose between; the chooser is asked at the next point
-            options = [t, *others]
-            # No "advance the clock" option: computing takes no virtual time, so a timeout
-            # elsewhere never fires in the middle of a thread's work (no false alarms from
-            # timing no real machine shows); the clock moves when every thread waits.
-            choice = self._choose(options)
-            if choice:
-                self._switch(t, options[choice], "(preempted)")
+            if step >= self.chooser.consult_at:
+                self._consult(t, step)  # (attend takes this path itself)
         except _OverBudget as exc:
             self._fail_from(t, "hang", None, self._hang_detail(str(exc)))
         finally:
@@ -337,7 +400,10 @@ class Controller:
     def _choose(self, options: list[_Thread]) -> int:
         """Ask the chooser which of ``options`` (stock first) runs now; record a deviation."""
         step = self.step
-        choice = self.chooser.choose(step, [u.actor for u in options], False)
+        chooser = self.chooser
+        choice = chooser.choose(step, [u.actor for u in options], False)
+        if chooser.rank is not None:
+            self.ranked.update(u.actor for u in options)
         if not 0 <= choice < len(options):
             choice = 0
         if choice:
@@ -827,14 +893,25 @@ def _start(self: threading.Thread) -> None:
             ctl.attend(t)
 
 
-def _start_new_thread(function: Callable[..., Any], *args: Any, **kwargs: Any) -> int:
-    """``_thread.start_new_thread``: the new thread is not controlled (see ``_line_hooks``)."""
-    if _baton is not None:
-        _line_hooks(None, foreign=True)
-    return int(_orig_start_new_thread(function, *args, **kwargs))
+def _uncontrolled_start(original: Callable[..., Any]) -> Callable[..., Any]:
+    """A ``_thread`` function that starts a thread: the new thread is not controlled, so
+    the hooks check which thread runs from then on (see ``_line_hooks``). ``threading``
+    holds its own reference to these, so controlled threads never come through here."""
+
+    def start(*args: Any, **kwargs: Any) -> Any:
+        if _baton is not None:
+            _line_hooks(None, foreign=True)
+        return original(*args, **kwargs)
+
+    start.__name__ = start.__qualname__ = original.__name__
+    return start
 
 
-_orig_start_new_thread = _thread.start_new_thread
+_THREAD_STARTS = [
+    (_thread, name, _uncontrolled_start(getattr(_thread, name)))
+    for name in ("start_new_thread", "start_new", "start_joinable_thread")
+    if hasattr(_thread, name)
+]
 
 
 def _join(self: threading.Thread, timeout: float | None = None) -> None:
@@ -1025,7 +1102,7 @@ _wall = _virtual(_real_time, _EPOCH_WALL)
 
 _PATCHES: list[tuple[Any, str, Any]] = [
     (threading.Thread, "start", _start),
-    (_thread, "start_new_thread", _start_new_thread),
+    *_THREAD_STARTS,
     (threading.Thread, "join", _join),
     (threading.Thread, "is_alive", _is_alive),
     (threading.Condition, "__enter__", _cond_enter),
@@ -1184,7 +1261,8 @@ def _instrument_code(code: types.CodeType) -> None:
             else:
                 _one_liners.add(code)
                 _careful_lines = True
-                mon.register_callback(_tool, mon.events.LINE, _mon_line_careful)
+                if _baton is not None:  # a run is under way (else the next one picks it)
+                    mon.register_callback(_tool, mon.events.LINE, _mon_line_careful)
         if plan.offsets:
             events |= mon.events.INSTRUCTION
             _plan_of[id(code)] = plan
@@ -1248,15 +1326,6 @@ def _instrument_eagerly(target: Any) -> None:
                     _instrument_code(code)
 
 
-def _mon_line(code: types.CodeType, line: int) -> Any:
-    t = _baton
-    if t is not None:
-        ctl = t.ctl
-        ctl.step += 1
-        if ctl.step >= ctl.attention:
-            ctl.attend(t)
-
-
 def _mon_instruction(code: types.CodeType, offset: int) -> Any:
     plan = _plan_of.get(id(code))
     if plan is None or offset not in plan.offsets:
@@ -1286,13 +1355,28 @@ def _mon_instruction(code: types.CodeType, offset: int) -> Any:
 
 
 def _mon_line_careful(code: types.CodeType, line: int) -> Any:
-    """``_mon_line`` where another thread may run code under test, or a lambda-like body."""
+    """The LINE hook where another thread may run code under test, or where code whose body
+    starts on its def line but goes on to other lines (``_one_liners``) was instrumented."""
     if line == code.co_firstlineno and code in _one_liners:
         return _DISABLE
     t = _baton
     if t is not None and t.ident == _get_ident():
-        return _mon_line(code, line)
+        ctl = t.ctl
+        ctl.step += 1
+        if ctl.step >= ctl.attention:
+            ctl.attend(t)
     return None
+
+
+def _mon_line_idle(code: types.CodeType, line: int) -> Any:
+    """The LINE hook between runs: nothing is counted (see ``_line_hooks``)."""
+    return None
+
+
+def _mon_instruction_idle(code: types.CodeType, offset: int) -> Any:
+    """The INSTRUCTION hook between runs: it only turns off instructions that are no site."""
+    plan = _plan_of.get(id(code))
+    return _DISABLE if plan is None or offset not in plan.offsets else None
 
 
 def _mon_instruction_careful(code: types.CodeType, offset: int) -> Any:
@@ -1315,22 +1399,24 @@ def _line_hooks(ctl: Controller | None, *, foreign: bool) -> None:
     asking which thread runs it (``get_ident()``) is most of the hook's own work. Only the
     baton holder runs code under test unless the process has threads the exploration does
     not control: so the hooks ask only when such a thread exists when the run starts
-    (``foreign``), or is started during it (``threading`` or ``_thread``, from then on).
-    ``Controller.attend`` always asks, so such a thread is never scheduled as another.
-    Without a run (``ctl`` None) the hooks find no baton and count nothing.
+    (``foreign``), or is started during it (``threading`` or ``_thread``: ``ctl`` None,
+    ``foreign`` True, from then on). ``Controller.attend`` always asks, so such a thread
+    is never scheduled as another. Between runs (``ctl`` None, ``foreign`` False) the hooks
+    count nothing and read no baton: a thread preempted inside a hook (at its first
+    instruction, say) may finish that call once the next run holds a baton.
     """
     if _tool is None:
         return
     mon = _MON
-    line: Callable[[types.CodeType, int], Any] = _mon_line
-    if foreign or _careful_lines:
-        line = _mon_line_careful
+    line: Callable[[types.CodeType, int], Any] = _mon_line_idle
+    instruction: Callable[[types.CodeType, int], Any] = _mon_instruction_idle
+    if foreign:
+        line, instruction = _mon_line_careful, _mon_instruction_careful
     elif ctl is not None:
-        line = ctl.on_line
+        line = _mon_line_careful if _careful_lines else ctl.on_line
+        instruction = _mon_instruction
     mon.register_callback(_tool, mon.events.LINE, line)
-    mon.register_callback(
-        _tool, mon.events.INSTRUCTION, _mon_instruction_careful if foreign else _mon_instruction
-    )
+    mon.register_callback(_tool, mon.events.INSTRUCTION, instruction)
 
 
 def _trace_call(frame: types.FrameType, event: str, arg: Any) -> Any:
@@ -1453,8 +1539,7 @@ def controlled_exploration(instrument: tuple[str, ...] = (), target: Any = None)
                     "debugger at once?); run the exploration without one of them"
                 )
             mon.register_callback(_tool, mon.events.PY_START, _mon_start)
-            mon.register_callback(_tool, mon.events.LINE, _mon_line)
-            mon.register_callback(_tool, mon.events.INSTRUCTION, _mon_instruction)
+            _line_hooks(None, foreign=False)
             mon.set_events(_tool, mon.events.PY_START)
             _careful_lines = False
             # PY_START was DISABLEd for every code object the last session saw; see them anew.
