@@ -32,6 +32,14 @@ seeds and a 3 s stress budget). The peers are optional: ``pip install -e ".[benc
   threads at switch interval 1e-6) runs the program's workers as one parallel test whose
   threads pick their role by ``thread_index``; one ``buggy()`` is one parallel run.
 
+* detangle (PyPI, the asyncio explorer): ``detangle.explore(buggy, runs=2000, seed=1,
+  database=False, max_steps=5000)`` on the ``async def`` programs (an executor job racing a
+  task); it runs executor jobs as atomic steps.
+
+Programs that are ``async def`` (``job_races_task``, ``job_lock_order``) are explored on the
+controlled loop, with their executor threads under control; the stress baselines run them
+with ``asyncio.run``.
+
 racecheck and pytest-run-parallel run sets of operations they start themselves, so they
 apply to the programs whose workers are such a set (every program that starts them through
 ``thread_bugs._run.run_threads``); where a program starts its own threads (an executor's
@@ -43,8 +51,10 @@ means interlace needed fewer schedules, or less time).
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import importlib
+import inspect
 import os
 import random
 import statistics
@@ -66,7 +76,7 @@ from interlace._core.strategy import (
     SparseDelayStrategy,
     Strategy,
 )
-from interlace.harness._threads import ThreadsBackend, controlled_exploration
+from interlace.harness.api import _session
 
 HARNESS_TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "harness")
 sys.path.insert(0, HARNESS_TESTS)
@@ -84,6 +94,12 @@ try:
     from pytest_run_parallel.plugin import wrap_function_parallel
 except ImportError:  # optional: pip install -e ".[bench]"
     wrap_function_parallel = None
+detangle: Any
+try:
+    import detangle
+except ImportError:  # optional: pip install -e ".[bench]"
+    detangle = None
+DETANGLE_RUNS = 2000
 
 BUDGET = 1000
 MAX_STEPS = 5000
@@ -145,10 +161,11 @@ def explore(program: Program, strategy: str, seed: int) -> interlace.Exploration
         return interlace.explore(
             program, strategy=strategy, seed=seed, max_schedules=BUDGET, max_steps=MAX_STEPS
         )
-    settings = Settings(backend="threads", max_steps=MAX_STEPS)
-    with controlled_exploration((), program):
+    backend = "asyncio" if inspect.iscoroutinefunction(program) else "threads"
+    settings = Settings(backend=backend, max_steps=MAX_STEPS)
+    with _session(program, settings, ()) as session:
         return explore_backend(
-            ThreadsBackend(program, settings),
+            session,
             mix(strategy, seed),
             max_schedules=BUDGET,
             seed=seed,
@@ -299,6 +316,24 @@ def run_parallel_runner(*workers: Callable[[], object]) -> None:
     wrap_function_parallel(test, len(workers), 1)(thread_index=0)
 
 
+def run_detangle(program: Callable[[], Any]) -> tuple[int, float, bool]:
+    """detangle's runs to the first failure of an ``async def`` program, seconds, found."""
+    assert detangle is not None
+    started = time.perf_counter()
+    try:
+        detangle.explore(program, runs=DETANGLE_RUNS, seed=1, database=False, max_steps=MAX_STEPS)
+    except detangle.BugFound as found:
+        return found.report.runs, time.perf_counter() - started, True
+    return DETANGLE_RUNS, time.perf_counter() - started, False
+
+
+def blocking(program: Callable[[], Any]) -> Program:
+    """What the stress baselines run: the program, or ``asyncio.run`` of an async one."""
+    if not inspect.iscoroutinefunction(program):
+        return program
+    return lambda: asyncio.run(program())
+
+
 # -- the tables ------------------------------------------------------------------------------------
 
 
@@ -390,7 +425,7 @@ def main(argv: list[str]) -> int:
         "interlace (auto) against stress testing and the thread-stress tools: schedules or runs "
         f"to the first failure, (wall ms); '+' = not found within {budget:g} s"
     )
-    header = ("interlace", "stress", "stress+sleep", "racecheck", "run-parallel")
+    header = ("interlace", "stress", "stress+sleep", "racecheck", "run-parallel", "detangle")
     print(f"{'program':<22}" + "".join(f"{h:>16}" for h in header))
     ratios: dict[str, list[float]] = {h: [] for h in header[1:]}
     misses: dict[str, int] = {h: 0 for h in header[1:]}
@@ -398,9 +433,14 @@ def main(argv: list[str]) -> int:
     for name, module, program in programs:
         sched, secs, miss, _ = results[name]["auto"]
         found: dict[str, tuple[int, float, bool] | None] = {
-            "stress": stress(program, budget),
-            "stress+sleep": stress_with_sleeps(program, budget),
+            "stress": stress(blocking(program), budget),
+            "stress+sleep": stress_with_sleeps(blocking(program), budget),
         }
+        found["detangle"] = (
+            run_detangle(program)
+            if detangle is not None and inspect.iscoroutinefunction(program)
+            else None
+        )
         found["racecheck"] = (
             until_failure(with_workers(program, module, racecheck_runner([0])), budget)
             if racecheck is not None and module is not None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import functools
 import traceback
@@ -477,8 +478,26 @@ async def _two_jobs_racing() -> None:
     await asyncio.gather(asyncio.to_thread(read_modify_write), asyncio.to_thread(read_modify_write))
 
 
+def test_exhaustion_is_claimed_over_executor_jobs_that_ran_as_controlled_threads() -> None:
+    exploration = interlace.explore(_two_jobs_racing, strategy="exhaustive", max_schedules=1000)
+    assert exploration.failure is None
+    assert exploration.exhausted is True
+
+
+_OUTSIDE_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+"""An executor whose worker thread starts before any exploration: it runs uncontrolled."""
+
+
+async def _jobs_in_an_uncontrolled_pool() -> None:
+    loop = asyncio.get_running_loop()
+    assert await loop.run_in_executor(_OUTSIDE_POOL, sum, [1, 2]) == 3
+
+
 def test_exhaustion_is_not_claimed_when_executor_jobs_ran_as_opaque_steps() -> None:
-    exploration = interlace.explore(_two_jobs_racing, strategy="exhaustive", max_schedules=100)
+    _OUTSIDE_POOL.submit(int).result()  # its worker thread is running, outside any schedule
+    exploration = interlace.explore(
+        _jobs_in_an_uncontrolled_pool, strategy="exhaustive", max_schedules=100
+    )
     assert exploration.failure is None
     assert exploration.exhausted is False
 

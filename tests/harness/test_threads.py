@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import _thread
 import asyncio
+import concurrent.futures
 import queue
 import threading
 import time
@@ -473,3 +474,144 @@ def test_an_executor_job_racing_a_task_is_found_when_the_loop_runs_in_a_plain_ta
     assert failure.label == PREEMPTION
     assert failure.deviations == 1
     assert "asyncio_0" in failure.report  # the executor's worker thread is in the schedule
+
+
+# -- threads inside an async def exploration ---------------------------------------------------
+
+
+async def job_waits_for_the_loop() -> None:
+    loop = asyncio.get_running_loop()
+
+    async def answer() -> int:
+        await asyncio.sleep(0)
+        return 42
+
+    def job() -> int:
+        return asyncio.run_coroutine_threadsafe(answer(), loop).result()
+
+    assert await asyncio.to_thread(job) == 42
+
+
+def test_a_job_that_waits_for_the_loop_runs_under_control_in_every_schedule() -> None:
+    exploration = interlace.explore(job_waits_for_the_loop, seed=SEED, max_schedules=200)
+    assert exploration.failure is None, exploration.failure and exploration.failure.report
+    assert exploration.schedules == 200
+
+
+def _loop_in_a_thread_from_a_task(*, locked: bool) -> Callable[[], object]:
+    async def scenario() -> None:
+        counter = {"n": 0}
+        lock = threading.Lock()
+
+        async def bump() -> None:
+            await asyncio.sleep(0)
+            if locked:
+                with lock:
+                    counter["n"] = counter["n"] + 1
+            else:
+                counter["n"] = counter["n"] + 1
+
+        thread = threading.Thread(target=asyncio.run, args=(bump(),))
+        thread.start()
+        await bump()
+        await asyncio.to_thread(thread.join)
+        assert counter["n"] == 2, counter
+
+    return scenario
+
+
+def test_a_task_may_start_a_thread_that_runs_its_own_event_loop() -> None:
+    fixed = _loop_in_a_thread_from_a_task(locked=True)
+    exploration = interlace.explore(fixed, seed=SEED, max_schedules=300)
+    assert exploration.failure is None, exploration.failure and exploration.failure.report
+    failure = interlace.explore(_loop_in_a_thread_from_a_task(locked=False), seed=SEED).failure
+    assert failure is not None
+    assert failure.label == PREEMPTION
+    assert failure.deviations == 1
+
+
+_shared_lock = threading.Lock()
+
+
+async def lock_held_across_a_job() -> None:
+    def job() -> None:
+        with _shared_lock:
+            pass
+
+    with _shared_lock:
+        await asyncio.to_thread(job)
+
+
+def test_a_deadlock_between_a_task_and_a_job_names_the_loop_and_its_tasks() -> None:
+    failure = interlace.explore(lock_held_across_a_job, seed=SEED, max_schedules=10).failure
+    assert failure is not None
+    assert failure.kind == "deadlock"
+    assert failure.label == "fails under stock order"
+    lines = failure.detail.splitlines()
+    loop_thread = "  MainThread at its event loop waits for a thread to finish a job or call back"
+    assert any(
+        line.startswith(loop_thread) and "its tasks: task 'main' at " in line for line in lines
+    ), failure.detail
+    # The lock was taken before the run started a thread, so its holder is not known.
+    assert any(
+        line.startswith("  asyncio_0 at ") and "waits for Lock test_threads._shared_lock" in line
+        for line in lines
+    ), failure.detail
+
+
+async def job_sleeps_under_a_timeout() -> None:
+    await asyncio.wait_for(asyncio.to_thread(time.sleep, 0.5), timeout=1.0)
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(asyncio.to_thread(time.sleep, 0.5), timeout=0.1)
+    assert asyncio.get_running_loop().time() >= 0.6
+
+
+def test_a_jobs_sleep_and_the_loops_timers_share_one_virtual_clock() -> None:
+    exploration = interlace.explore(job_sleeps_under_a_timeout, seed=SEED, max_schedules=50)
+    assert exploration.failure is None, exploration.failure and exploration.failure.report
+
+
+async def thread_raises_from_a_task() -> None:
+    def child() -> None:
+        raise ValueError("from the child")
+
+    thread = threading.Thread(target=child, name="worker")
+    thread.start()
+    await asyncio.to_thread(thread.join)
+
+
+def test_an_exception_in_a_thread_a_task_started_is_a_failure_naming_the_thread() -> None:
+    failure = interlace.explore(thread_raises_from_a_task, seed=SEED, max_schedules=5).failure
+    assert failure is not None
+    assert failure.kind == "exception"
+    assert isinstance(failure.exception, ValueError)
+    assert "'worker'" in failure.detail
+
+
+_reused_pool: list[concurrent.futures.ThreadPoolExecutor] = []
+
+
+async def pool_kept_across_schedules() -> None:
+    if not _reused_pool:
+        _reused_pool.append(concurrent.futures.ThreadPoolExecutor(max_workers=1))
+    await asyncio.get_running_loop().run_in_executor(_reused_pool[0], int)
+
+
+def test_an_executor_kept_from_an_earlier_schedule_is_a_clear_error() -> None:
+    _reused_pool.clear()
+    with pytest.raises(UnsupportedOperationError, match="used by an earlier schedule"):
+        interlace.explore(pool_kept_across_schedules, seed=SEED, max_schedules=5)
+
+
+async def interrupted_in_a_job() -> None:
+    def job() -> None:
+        raise KeyboardInterrupt
+
+    await asyncio.to_thread(job)
+
+
+def test_ctrl_c_in_a_job_ends_the_async_exploration_and_leaks_no_thread() -> None:
+    before = threading.active_count()
+    with pytest.raises(KeyboardInterrupt):
+        interlace.explore(interrupted_in_a_job, seed=SEED, max_schedules=10)
+    assert threading.active_count() == before

@@ -21,7 +21,7 @@ from interlace._core.result import (
     Failure,
     RunResult,
 )
-from interlace._core.schedule import READY, TIMER, Decision, Settings, encode_token
+from interlace._core.schedule import READY, THREAD, TIMER, Decision, Settings, encode_token
 from interlace._core.strategy import Chooser, ExhaustiveStrategy, ReplayChooser, Strategy
 
 __all__ = ("Backend", "ReplayHints", "explore_backend", "label_for", "make_failure", "shrink")
@@ -66,6 +66,8 @@ def label_for(decisions: Sequence[Decision], backend: str) -> str:
     if not decisions:
         return LABEL_STOCK
     needs = []
+    if any(d.kind == THREAD for d in decisions):
+        needs.append(LABEL_PREEMPTION)
     if any(d.kind == READY for d in decisions):
         needs.append(LABEL_PREEMPTION if backend == "threads" else LABEL_LATENCY)
     if any(d.kind == TIMER for d in decisions):

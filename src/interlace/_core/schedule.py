@@ -20,6 +20,7 @@ from interlace.errors import ReplayTokenError
 
 __all__ = (
     "READY",
+    "THREAD",
     "TIMER",
     "Decision",
     "DecisionLog",
@@ -32,6 +33,10 @@ READY = 0
 """Decision kind: which ready task/callback runs next (option ``n`` = advance the clock)."""
 TIMER = 1
 """Decision kind: which of the timers due within the jitter window fires first."""
+THREAD = 2
+"""Decision kind, in an ``async def`` run whose tasks started threads: which thread runs next
+at a schedule point of the event loop's thread or of one of those threads (option 0 = the
+running thread goes on). A plain-function run records its thread choices as ``READY``."""
 
 TOKEN_PREFIX = "il1."
 """Token format version 1. Bump when the meaning of a decision changes."""

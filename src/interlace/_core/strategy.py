@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from interlace._core.result import RunModel, RunResult
-from interlace._core.schedule import Decision
+from interlace._core.schedule import READY, THREAD, TIMER, Decision
 
 __all__ = (
     "STRATEGIES",
@@ -75,6 +75,14 @@ class Chooser:
         """Pick which of ``count`` timers due within the jitter window fires first."""
         return 0
 
+    def choose_thread(self, step: int, actors: Sequence[int]) -> int:
+        """Pick which thread runs at ``step`` of an ``async def`` run that started threads.
+
+        Option 0 is the running thread (or, where it blocked, the longest-waiting one). A
+        strategy explores these like any other option; only a replay tells them apart.
+        """
+        return self.choose(step, actors, False)
+
 
 class ReplayChooser(Chooser):
     """Re-takes a recorded schedule.
@@ -112,7 +120,13 @@ class ReplayChooser(Chooser):
         return found
 
     def choose(self, step: int, actors: Sequence[int], can_advance: bool) -> int:
-        decision = self._take(step, 0)
+        return self._choose(step, actors, can_advance, READY)
+
+    def choose_thread(self, step: int, actors: Sequence[int]) -> int:
+        return self._choose(step, actors, False, THREAD)
+
+    def _choose(self, step: int, actors: Sequence[int], can_advance: bool, kind: int) -> int:
+        decision = self._take(step, kind)
         if decision is None:
             return 0
         limit = len(actors) + (1 if can_advance else 0)
@@ -133,7 +147,7 @@ class ReplayChooser(Chooser):
         return decision.choice
 
     def choose_timer(self, step: int, count: int) -> int:
-        decision = self._take(step, 1)
+        decision = self._take(step, TIMER)
         if decision is None:
             return 0
         if decision.choice >= count:

@@ -13,17 +13,19 @@ import functools
 import inspect
 import sys
 import types
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
 from interlace._core.result import RunResult, StepRecord
-from interlace._core.schedule import READY, Decision, Settings
+from interlace._core.schedule import READY, THREAD, Decision, Settings
 from interlace._core.strategy import Chooser
 from interlace.harness._footprint import AVAILABLE as FOOTPRINTS
 from interlace.harness._footprint import Tracer
 from interlace.harness._introspect import describe_task, is_library_file, location_of, ownership
 from interlace.harness._loop import Blocked, ControlledEventLoop, Diverged, OverBudget
+from interlace.harness._mixed import MixedRun
 from interlace.harness._por import ModelRecorder
+from interlace.harness._threads import _Abort, _raised_at
 
 __all__ = ("AsyncioBackend", "is_passthrough")
 
@@ -81,6 +83,11 @@ class _Recorder:
             if task.done():
                 if task.cancelled():
                     suspended = "cancelled"
+                elif isinstance(task.exception(), _Abort):
+                    # The thread scheduler ended the run while this step ran (a deadlock
+                    # or a failure in a thread): it stopped where the run ended.
+                    where = _raised_at(task.exception()).rpartition(" raised ")[0]
+                    suspended = f"{where} (the run ended here)".strip()
                 elif task.exception() is not None:
                     exc = task.exception()
                     suspended = f"raised {type(exc).__name__}: {exc}"
@@ -110,6 +117,8 @@ def _callable_name(callback: Any) -> str:
 
 
 def _deviation_text(decision: Decision) -> str:
+    if decision.kind == THREAD:
+        return "thread preemption: this thread runs instead of the running one"
     if decision.kind == READY:
         return (
             f"postponed the {decision.choice} entr{'y' if decision.choice == 1 else 'ies'} "
@@ -119,11 +128,23 @@ def _deviation_text(decision: Decision) -> str:
 
 
 class AsyncioBackend:
-    """Runs a zero-argument ``async def`` target on a fresh controlled loop per run."""
+    """Runs a zero-argument ``async def`` target on a fresh controlled loop per run.
 
-    def __init__(self, target: Callable[[], Coroutine[Any, Any, Any]], settings: Settings) -> None:
+    With ``threads`` (the session installed the controlled thread primitives), threads the
+    run starts, executor jobs among them, run under control with the loop (``_mixed``);
+    without it executor jobs run as opaque steps.
+    """
+
+    def __init__(
+        self,
+        target: Callable[[], Coroutine[Any, Any, Any]],
+        settings: Settings,
+        *,
+        threads: bool = False,
+    ) -> None:
         self.target = target
         self.settings = settings
+        self.threads = threads
 
     def run(self, chooser: Chooser, *, record: bool = False) -> RunResult:
         """Run the target once; a passthrough exception (Ctrl-C, pytest.exit) propagates.
@@ -137,6 +158,10 @@ class AsyncioBackend:
 
     def _run(self, chooser: Chooser, *, record: bool) -> RunResult:
         loop = ControlledEventLoop(chooser, self.settings)
+        mixed: MixedRun | None = None
+        if self.threads:
+            mixed = MixedRun(loop, chooser, self.settings, record, self.target)
+            mixed.arm()
         recorder = _Recorder(loop) if record else None
         loop.observer = recorder
         modeller: ModelRecorder | None = None
@@ -168,6 +193,8 @@ class AsyncioBackend:
                 detail = _hang_detail(loop, str(exc), recorder)
             except Diverged:
                 pass
+            except _Abort:
+                pass  # the thread scheduler ended the run; its failure or error says why
             except BaseException as exc:  # the target's own exception, or a passthrough
                 if is_passthrough(exc):
                     passthrough = exc
@@ -179,21 +206,52 @@ class AsyncioBackend:
                 tracer.stop()
             steps = loop._step
             model = None
-            if modeller is not None and kind is None and not loop.opaque and not loop.divergence:
+            ctl = mixed.ctl if mixed is not None else None
+            if (
+                modeller is not None
+                and kind is None
+                and not loop.opaque
+                and not loop.divergence
+                and ctl is None  # footprints of the run's threads are not recorded
+            ):
                 model = modeller.model(self.settings)
-            _cleanup(loop)
+            if mixed is None:
+                _cleanup(loop)
+            else:
+                ended = kind is None and passthrough is None and not loop.divergence
+                try:
+                    _end_mixed(loop, mixed, ended=ended)
+                except BaseException as exc:  # Ctrl-C while the run's threads finish
+                    passthrough = passthrough or exc
         if passthrough is not None:
             raise passthrough
+        ctl = mixed.ctl if mixed is not None else None
+        divergence = loop.divergence
+        decisions: Sequence[Decision] = loop.decisions
         trace = tuple(recorder.records) if recorder is not None else ()
+        if ctl is not None:
+            if ctl.passthrough is not None:
+                raise ctl.passthrough
+            if ctl.error is not None:
+                raise ctl.error
+            if ctl.failure is not None and kind is None:
+                kind, exception, detail = ctl.failure
+                if record and ctl.current is not None and kind == "exception":
+                    ctl.close_segment(ctl.current, _raised_at(exception))
+            divergence = divergence or chooser.divergence
+            decisions = tuple(sorted((*decisions, *ctl.decisions)))
+            trace = tuple(sorted((*trace, *ctl.records), key=lambda record: record.step))
+        if loop.error is not None:
+            raise loop.error
         return RunResult(
             model=model,
             kind=kind,
             exception=exception,
             detail=detail,
             steps=steps,
-            decisions=loop.decisions,
+            decisions=decisions,
             trace=trace,
-            divergence=loop.divergence,
+            divergence=divergence,
             opaque=loop.opaque,
         )
 
@@ -228,7 +286,31 @@ def _hang_detail(loop: ControlledEventLoop, reason: str, recorder: _Recorder | N
     return "\n".join(lines)
 
 
-def _cleanup(loop: ControlledEventLoop) -> None:
+def _end_mixed(loop: ControlledEventLoop, mixed: MixedRun, *, ended: bool) -> None:
+    """The end of a run that may have started threads.
+
+    A run that ended (its main task is done) finishes as ``asyncio.run`` does, with its
+    threads still under control. One that failed or was cut short unwinds its threads
+    first, so the clean-up of its tasks runs alone (no thread holds a lock it needs).
+    """
+    ctl = mixed.ctl
+    try:
+        if ctl is None or not ended or ctl.aborting:
+            if ctl is not None:
+                ctl.aborting = True
+                ctl._refresh()
+            mixed.close()
+            _cleanup(loop)
+            return
+        mixed.use_stock_chooser(Chooser())
+        _cleanup(loop, close=False)
+        mixed.end()
+    finally:
+        mixed.close()
+        loop.close()
+
+
+def _cleanup(loop: ControlledEventLoop, *, close: bool = True) -> None:
     """Cancel what is left (as ``asyncio.run`` does), in stock order, then close the loop."""
     loop.observer = None
     loop._chooser = Chooser()
@@ -257,4 +339,5 @@ def _cleanup(loop: ControlledEventLoop) -> None:
     finally:
         # Tasks abandoned in a cycle would log "Task was destroyed but it is pending" when
         # collected; they belong to a finished run, so the loop's collector swallows that.
-        loop.close()
+        if close:
+            loop.close()

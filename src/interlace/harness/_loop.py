@@ -37,13 +37,15 @@ import itertools
 import sys
 import threading
 import types
-from asyncio import events, format_helpers
+from asyncio import events, format_helpers, futures
 from collections.abc import Callable, Sequence
 from typing import Any, overload
 
 from interlace._core.schedule import READY, TIMER, DecisionLog, Settings
 from interlace._core.strategy import NEVER, Chooser
 from interlace.errors import UnsupportedOperationError
+from interlace.harness import _threads
+from interlace.harness._introspect import describe_task
 
 __all__ = ("Blocked", "ControlledEventLoop", "ControlledTask", "Diverged", "OverBudget")
 
@@ -213,6 +215,21 @@ class _Arrival(events.Handle):
             loop._cause = EVENT
 
 
+class _ThreadArrival(_Arrival):
+    """A callback from a controlled thread: it came at a known virtual time, so what it
+    queues may lag only as a timer's wakeup may (the jitter window), not past any timer."""
+
+    __slots__ = ()
+
+    def _run(self) -> None:
+        loop = self._loop
+        loop._cause = TIMED
+        try:
+            events.Handle._run(self)
+        finally:
+            loop._cause = EVENT
+
+
 _STEP_NAMES = frozenset({"_Task__step", "__step"})  # the pure-Python Task's step method
 _TASK_CALLBACKS = frozenset({"task_wakeup", "_Task__wakeup", "__wakeup", "_Task__step", "__step"})
 
@@ -286,14 +303,40 @@ def _unsupported(name: str, what: str) -> Callable[..., Any]:
     return method
 
 
+DEFAULT_EXECUTOR_WORKERS = 32
+"""Worker threads of the loop's default executor when its jobs run as controlled threads."""
+
+
+def _callable(func: Any) -> str:
+    return repr(getattr(func, "__qualname__", func))
+
+
+class _IdleLoop:
+    """What an idle loop's thread waits for, said in a deadlock report (computed only then)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+
+    def __str__(self) -> str:
+        tasks = sorted(
+            (task for task in asyncio.all_tasks(self.loop) if not task.done()),
+            key=lambda task: getattr(task, "_il_id", 0),
+        )
+        text = "a thread to finish a job or call back, or a timer"
+        if tasks:
+            text += "; its tasks: " + "; ".join(describe_task(task) for task in tasks)
+        return text
+
+
 def _job_timeout_message(func: Any) -> str:
     return (
-        f"the executor job {getattr(func, '__qualname__', func)!r} (run_in_executor/to_thread) "
-        "did not finish: inside an async def exploration interlace runs executor jobs as "
-        "single opaque steps while the event loop waits, so a job that waits for the loop (for "
-        "example through run_coroutine_threadsafe(...).result()) can never finish. Make the "
-        "job independent of the loop, or explore a plain function that runs the loop with "
-        "asyncio.run(...): there every thread, the executor's too, runs under control."
+        f"the executor job {_callable(func)} (run_in_executor/to_thread) did not finish: its "
+        "executor is one interlace cannot control (a process pool, a custom executor, or a "
+        "thread pool whose workers started before the exploration), so the job runs as one "
+        "opaque step while the event loop waits, and a job that waits for the loop (for "
+        "example through run_coroutine_threadsafe(...).result()) can never finish. Use the "
+        "loop's default executor (asyncio.to_thread, run_in_executor(None, ...)) or a "
+        "ThreadPoolExecutor created inside the target: their jobs run as controlled threads."
     )
 
 
@@ -366,6 +409,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
     _debug: bool
     _closed: bool
     _thread_id: int | None
+    _default_executor: concurrent.futures.ThreadPoolExecutor | None
     _check_closed: Callable[[], None]
 
     def __init__(self, chooser: Chooser, settings: Settings, *, job_timeout: float = 30.0):
@@ -402,6 +446,13 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         self._inbox_lock = threading.Lock()
         self._inbox_event = threading.Event()
         self._job_executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self.mixed_capable = False
+        """Set by the backend when threads the run starts can run under control (the session
+        installed the controlled primitives): executor jobs then run as controlled threads."""
+        self._mixed: Any = None
+        """The run's thread scheduler (``_mixed.LoopController``) once it started a thread."""
+        self.error: BaseException | None = None
+        """An interlace error found inside the run (raised by the backend once it is over)."""
         self._threads_at_start = threading.active_count()
         self.unhandled: list[dict[str, Any]] = []
         self.set_exception_handler(self._collect_exception)
@@ -537,8 +588,11 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         self._check_closed()
         if self._thread_id is None or threading.get_ident() == self._thread_id:
             return self.call_soon(callback, *args, context=context)
-        self.opaque = True
-        handle = _Arrival(callback, args, self, context)
+        if self._mixed is None or _threads._local.thread is None:
+            self.opaque = True  # a thread outside the schedule called back
+            handle = _Arrival(callback, args, self, context)
+        else:
+            handle = _ThreadArrival(callback, args, self, context)
         handle._il_budget = 0
         with self._inbox_lock:
             self._inbox.append(handle)
@@ -554,11 +608,50 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
     def run_in_executor(  # type: ignore[override]
         self, executor: Any, func: Callable[..., Any], *args: Any
     ) -> asyncio.Future[Any]:
-        """Run ``func`` as one opaque step at its place in the ready queue (a schedule point)."""
+        """Run ``func`` in a controlled thread of the executor, as the stock loop does.
+
+        Without controlled threads (or with an executor whose workers run outside the
+        schedule), ``func`` runs as one opaque step at its place in the ready queue.
+        """
         self._check_closed()
+        if self.mixed_capable:
+            pool = self._controlled_executor(executor, func)
+            if pool is not None:
+                return futures.wrap_future(pool.submit(func, *args), loop=self)
         future = self.create_future()
         self.call_soon(self._run_job, future, executor, func, args)
         return future
+
+    def _controlled_executor(
+        self, executor: Any, func: Callable[..., Any]
+    ) -> concurrent.futures.ThreadPoolExecutor | None:
+        """The thread pool whose workers run under this run's control, or None (opaque)."""
+        if executor is None:
+            executor = self._default_executor
+            if executor is None:
+                # A fixed size (the stdlib's largest default), so a schedule does not depend
+                # on the number of cores of the machine that made it.
+                executor = concurrent.futures.ThreadPoolExecutor(
+                    max_workers=DEFAULT_EXECUTOR_WORKERS, thread_name_prefix="asyncio"
+                )
+                self._default_executor = executor
+        if type(executor) is not concurrent.futures.ThreadPoolExecutor:
+            return None  # a process pool, or a pool with its own threading: opaque steps
+        for worker in list(getattr(executor, "_threads", ())):
+            child = getattr(worker, "_il_thread", None)
+            if child is not None and self._mixed is not None and child.ctl is self._mixed:
+                continue
+            if _threads._orig_is_alive(worker) and child is None:
+                return None  # started outside the exploration: its jobs run as opaque steps
+            self.error = UnsupportedOperationError(
+                f"the executor {executor!r} was used by an earlier schedule: its worker "
+                f"threads ended with that schedule, so the job {_callable(func)} would never "
+                "run. Create the executor inside the explored target (every schedule needs "
+                "its own), or use the loop's default executor (asyncio.to_thread, "
+                "run_in_executor(None, ...))"
+            )
+            raise self.error
+        return executor
 
     def _run_job(
         self,
@@ -591,11 +684,17 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
 
     def set_default_executor(self, executor: Any) -> None:
         self._job_executor = executor
+        self._default_executor = executor
 
     async def shutdown_default_executor(self, timeout: float | None = None) -> None:  # noqa: ASYNC109
         if self._job_executor is not None:
             self._job_executor.shutdown(wait=False)
             self._job_executor = None
+        executor = self._default_executor
+        if executor is not None:
+            self._default_executor = None
+            # In a controlled thread the joins wait in the scheduler while the jobs finish.
+            executor.shutdown(wait=self._mixed is not None)
 
     # -- the scheduler --------------------------------------------------------------------
 
@@ -810,6 +909,8 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
             self._parked.clear()
         if ready:
             self._fire_due(advance=False)
+        elif self._mixed is not None and self._wait_in_scheduler():
+            pass  # a thread called back or the next timer is due: the next iteration takes it
         elif self._pending_timer() is not None:
             self._advance_requested = False
             self._fire_due(advance=True)
@@ -821,9 +922,38 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
             raise Blocked
         self._ntodo = len(ready)
 
+    def _wait_in_scheduler(self) -> bool:
+        """Nothing is ready and threads of this run are alive: wait for them, under control.
+
+        The loop's thread blocks in the thread scheduler until a thread calls back or, once
+        every thread waits, the clock reaches the next timer. False when no thread of the run
+        is alive, or the next timer is due now: the loop goes on as it does without threads.
+        """
+        ctl = self._mixed
+        if ctl.aborting:
+            raise _threads._Abort
+        if all(u.status == _threads._DONE for u in ctl.threads[1:]):
+            return False
+        timer = self._pending_timer()
+        timeout = None
+        if timer is not None:
+            timeout = timer._when - self._now
+            if timeout < 1e-6:  # the clock's grain is a microsecond
+                return False
+        inbox = self._inbox
+        ctl.block(ctl.threads[0], inbox.__len__, ("loop", _IdleLoop(self)), timeout)
+        return True
+
     def _wait_for_threads(self) -> bool:
         """Nothing can run: wait for a real thread of the target to call back, if one exists."""
-        if threading.active_count() <= self._threads_at_start + (
+        if self._mixed is not None:
+            # Threads of the run that have ended but not yet exited are no callers.
+            others = sum(
+                1 for thread in threading.enumerate() if getattr(thread, "_il_thread", None) is None
+            )
+            if others <= self._threads_at_start:
+                return False
+        elif threading.active_count() <= self._threads_at_start + (
             1 if self._job_executor is not None else 0
         ):
             return False
@@ -853,6 +983,8 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
                         f"virtual time passed the budget of {self._max_time:g} seconds"
                     )
                 self._now = when
+                if self._mixed is not None:
+                    self._mixed.clock_moved()
             self._slice_at = self._step + self._time_slice
             self._refresh_consult()
         end = self._now + self._clock_resolution

@@ -25,6 +25,7 @@ import collections
 import contextlib
 import dis
 import itertools
+import logging
 import queue
 import selectors
 import sys
@@ -130,6 +131,9 @@ class _Thread:
 
 class _Local(threading.local):
     thread: _Thread | None = None
+    activate: Callable[[], None] | None = None
+    """Set in the thread of a controlled event loop while its run has started no thread:
+    the first thread it starts puts the loop's thread, and so that thread, under control."""
 
 
 _local = _Local()
@@ -831,6 +835,9 @@ def _controlled() -> tuple[_Thread, Controller] | None:
 
 def _start(self: threading.Thread) -> None:
     found = _controlled()
+    if found is None and _local.activate is not None and getattr(self, "_il_thread", None) is None:
+        _local.activate()
+        found = _controlled()
     if found is None or getattr(self, "_il_thread", None) is not None:
         if _baton is not None:
             _line_hooks(None, foreign=True)  # an uncontrolled thread, started during a run
@@ -1513,10 +1520,63 @@ def _tracing_off() -> None:
 _active = _allocate_lock()
 
 
+def _not_unwinding(record: logging.LogRecord) -> bool:
+    """Drop a library's log of a thread being unwound (an executor's "Exception in worker")."""
+    return not (record.exc_info and isinstance(record.exc_info[1], _Abort))
+
+
+_LOGGERS = ("concurrent.futures", "asyncio")
+
+
+_watching = False
+"""Whether this session's schedule points are on (a lazy session turns them on late)."""
+
+
+def activate_instrumentation(target: Any) -> None:
+    """Turn the schedule points on, if the session has not yet (idempotent).
+
+    A lazy session (an ``async def`` target's) turns them on when its event loop's thread
+    first starts a thread, so a run that never does pays nothing for them. On 3.11 the
+    tracer is per thread: ``_tracing_on`` and ``trace_running_frames`` do that part.
+    """
+    global _watching
+    if _watching or not _MONITORING or _tool is None:
+        return
+    _watching = True
+    mon = _MON
+    mon.set_events(_tool, mon.events.PY_START)
+    # PY_START was DISABLEd for every code object the last session saw; see them anew.
+    mon.restart_events()
+    _instrument_eagerly(target)
+
+
+def trace_running_frames(frame: types.FrameType | None) -> None:
+    """3.11: trace the code under test already running in this thread from its next line.
+
+    ``sys.settrace`` reaches only frames entered (or resumed) after it; the frames on the
+    stack when a loop's thread comes under control need their local tracer set by hand.
+    """
+    if _MONITORING:
+        return
+    while frame is not None:
+        code = frame.f_code
+        entry = _tracer_of.get(id(code))
+        if entry is None or entry[0] is not code:
+            entry = _tracer_for(code)
+        if entry[1] is not None:
+            frame.f_trace = entry[1]
+        frame = frame.f_back
+
+
 @contextlib.contextmanager
-def controlled_exploration(instrument: tuple[str, ...] = (), target: Any = None) -> Iterator[None]:
-    """Install the patched primitives and the schedule-point instrumentation."""
-    global _tool, _careful_lines
+def controlled_exploration(
+    instrument: tuple[str, ...] = (), target: Any = None, *, lazy: bool = False
+) -> Iterator[None]:
+    """Install the patched primitives and the schedule-point instrumentation.
+
+    With ``lazy`` the schedule points stay off until :func:`activate_instrumentation`.
+    """
+    global _tool, _watching, _careful_lines
     if not _active.acquire(False):
         raise UnsupportedOperationError(
             "a threads exploration is already running in this process (another thread, or "
@@ -1539,12 +1599,12 @@ def controlled_exploration(instrument: tuple[str, ...] = (), target: Any = None)
                     "debugger at once?); run the exploration without one of them"
                 )
             mon.register_callback(_tool, mon.events.PY_START, _mon_start)
-            _line_hooks(None, foreign=False)
-            mon.set_events(_tool, mon.events.PY_START)
             _careful_lines = False
-            # PY_START was DISABLEd for every code object the last session saw; see them anew.
-            mon.restart_events()
-            _instrument_eagerly(target)
+            _line_hooks(None, foreign=False)
+            if not lazy:
+                activate_instrumentation(target)
+        for name in _LOGGERS:
+            logging.getLogger(name).addFilter(_not_unwinding)
         for owner, attr, replacement in _PATCHES:
             saved.append((owner, attr, getattr(owner, attr)))
             setattr(owner, attr, replacement)
@@ -1553,6 +1613,8 @@ def controlled_exploration(instrument: tuple[str, ...] = (), target: Any = None)
     finally:
         for owner, attr, original in reversed(saved):
             setattr(owner, attr, original)
+        for name in _LOGGERS:
+            logging.getLogger(name).removeFilter(_not_unwinding)
         if _MONITORING and _tool is not None:
             mon = _MON
             mon.set_events(_tool, 0)
@@ -1564,6 +1626,7 @@ def controlled_exploration(instrument: tuple[str, ...] = (), target: Any = None)
                 mon.register_callback(_tool, event, None)
             mon.free_tool_id(_tool)
             _tool = None
+        _watching = False
         _active.release()
 
 
@@ -1671,15 +1734,21 @@ class ThreadsBackend:
         )
 
     def _wait(self, ctl: Controller) -> None:
-        waited = 0.0
+        wait_for_end(ctl)
+
+
+def wait_for_end(ctl: Controller) -> None:
+    """In the thread that ended the target: wait until every other thread ended or waits
+    for good (or the run failed); report a thread that stalls outside the schedule."""
+    waited = 0.0
+    last = ctl.step
+    while not ctl.aborting:
+        if ctl.done.acquire(timeout=_POLL_SECONDS):
+            return
+        waited = waited + _POLL_SECONDS if ctl.step == last else 0.0
         last = ctl.step
-        while not ctl.aborting:
-            if ctl.done.acquire(timeout=_POLL_SECONDS):
-                return
-            waited = waited + _POLL_SECONDS if ctl.step == last else 0.0
-            last = ctl.step
-            if waited >= _STALL_SECONDS:
-                ctl._stalled()
+        if waited >= _STALL_SECONDS:
+            ctl._stalled()
 
 
 def _unwind(ctl: Controller) -> None:

@@ -17,7 +17,12 @@ from interlace._core.strategy import (
     Strategy,
     make_strategy,
 )
-from interlace.errors import ConfigError, InvalidTargetError, ReplayDivergedError
+from interlace.errors import (
+    ConfigError,
+    InvalidTargetError,
+    ReplayDivergedError,
+    UnsupportedOperationError,
+)
 from interlace.harness._asyncio_backend import AsyncioBackend
 from interlace.harness._threads import ThreadsBackend, controlled_exploration
 
@@ -106,7 +111,17 @@ def _session(
 ) -> Iterator[Backend]:
     """The backend for ``settings.backend``, with what it needs installed while it runs."""
     if settings.backend == "asyncio":
-        yield AsyncioBackend(target, settings)
+        with contextlib.ExitStack() as stack:
+            # The thread primitives are installed for the session, the schedule points only
+            # once a run starts a thread; while another threads exploration holds them (one
+            # per process), executor jobs run as opaque steps.
+            try:
+                stack.enter_context(controlled_exploration(instrument, target, lazy=True))
+            except UnsupportedOperationError:
+                threads = False
+            else:
+                threads = True
+            yield AsyncioBackend(target, settings, threads=threads)
     else:
         with controlled_exploration(instrument, target):
             yield ThreadsBackend(target, settings)

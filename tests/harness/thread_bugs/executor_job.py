@@ -9,10 +9,8 @@ job finishes first and its ``pop`` raises ``KeyError``, which ``future.result()`
 Fix: register the job before submitting it (under the runner's lock), so the entry exists
 whenever the job runs.
 
-This is a plain-function target whose executor threads run under control. An executor job
-racing an asyncio task (``asyncio.to_thread`` and ``run_in_executor`` inside the asyncio
-explorer, with the loop's thread and the job's thread under one scheduler) is separate work
-(issue 4, item 2); this program does not cover it.
+This is a plain-function target whose executor threads run under control; ``job_races_task``
+and ``job_lock_order`` are the ``async def`` counterparts (a job racing a task on the loop).
 
 Deviations: 1 (preempt the submitter right after ``submit``).
 """

@@ -1,0 +1,192 @@
+"""Tasks and threads under one scheduler: an ``async def`` run whose tasks start threads.
+
+The controlled event loop runs in the thread that explores. As long as the run starts no
+thread, nothing here is involved. The first thread it starts (an executor's worker for
+``asyncio.to_thread``/``run_in_executor``, or a ``threading.Thread``) puts the loop's thread
+under a thread scheduler (:class:`LoopController`) as actor 0, and every thread started from
+then on runs under it too, exactly as in a plain-function exploration (``_threads``):
+
+* One step counter and one clock: the scheduler's ``step`` and ``now`` *are* the loop's
+  ``_step`` and ``_now``, so a loop step, a schedule point in a thread and a schedule point in
+  a task's code under test each take the next step number, and a replay meets them in order.
+* The loop's thread has schedule points in the code under test its tasks run (a thread may
+  preempt a task in the middle of a step, as the GIL allows), and waits in the scheduler when
+  it has nothing ready (``ControlledEventLoop._wait_in_scheduler``): until a thread calls back
+  or, once every thread waits, the clock reaches the loop's next timer.
+* Stock order is the GIL's: the running thread goes on until it blocks or its time slice ends,
+  so a job runs while the loop waits, as it does when the loop sits in ``select``. A thread
+  choice is a ``THREAD`` decision (label "needs thread preemption"); the loop's own choices
+  keep their kinds.
+* When the main task is done the run ends as ``asyncio.run`` does, under control: leftover
+  tasks are cancelled, the default executor is shut down (its jobs finish), and threads the
+  run started are waited for; then every thread is unwound and joined.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from interlace._core.schedule import THREAD, Decision, Settings
+from interlace._core.strategy import Chooser
+from interlace.harness import _threads
+from interlace.harness._loop import ControlledEventLoop
+
+__all__ = ("LoopController", "MixedRun")
+
+
+class LoopController(_threads.Controller):
+    """A thread scheduler whose step counter and clock are its event loop's."""
+
+    def __init__(
+        self, loop: ControlledEventLoop, chooser: Chooser, settings: Settings, record: bool
+    ) -> None:
+        self.loop = loop
+        step, now = loop._step, loop._now
+        super().__init__(chooser, settings, record)
+        loop._step, loop._now = step, now  # the base class starts both at 0
+        self.slice_end = step + settings.time_slice
+        self._refresh()
+
+    @property
+    def step(self) -> int:
+        return self.loop._step
+
+    @step.setter
+    def step(self, value: int) -> None:
+        self.loop._step = value
+
+    @property
+    def now(self) -> int:
+        """Virtual microseconds (the loop keeps seconds)."""
+        return round(self.loop._now * 1e6)
+
+    @now.setter
+    def now(self, value: int) -> None:
+        self.loop._now = value / 1e6
+
+    def clock_moved(self) -> None:
+        """The loop moved the clock: waits whose timeout passed may run."""
+        now = self.now
+        for u in self.threads:
+            if u.status == _threads._BLOCKED and u.deadline is not None and u.deadline <= now:
+                u.timed_out = True
+
+    def _choose(self, options: list[_threads._Thread]) -> int:
+        step = self.step
+        choice = self.chooser.choose_thread(step, [u.actor for u in options])
+        if not 0 <= choice < len(options):
+            choice = 0
+        if choice:
+            self.decisions.append(Decision(step, THREAD, choice, options[choice].actor))
+        return choice
+
+    def location(self, t: _threads._Thread) -> str:
+        if t.actor == 0 and t.waiting is not None and t.waiting[0] == "loop":
+            return "its event loop"  # not the frame that called explore()
+        return super().location(t)
+
+    def close_segment(self, t: _threads._Thread, suspended: str) -> None:
+        if t.actor != 0:  # the loop's own steps are recorded step by step by the backend
+            super().close_segment(t, suspended)
+
+
+class MixedRun:
+    """One run's switch-over to controlled threads, and its end (see the module docstring)."""
+
+    def __init__(
+        self,
+        loop: ControlledEventLoop,
+        chooser: Chooser,
+        settings: Settings,
+        record: bool,
+        target: Callable[[], Any],
+    ) -> None:
+        self.loop = loop
+        self.chooser = chooser
+        self.settings = settings
+        self.record = record
+        self.target = target
+        self.ctl: LoopController | None = None
+        self._previous_trace: Any = None
+        self._counter: Any = None
+
+    def arm(self) -> None:
+        """Before the run: the first thread the loop's thread starts calls :meth:`activate`."""
+        self.loop.mixed_capable = True
+        _threads._local.activate = self.activate
+        # Default thread names ("Thread-3") come from a process-wide counter: per run, so a
+        # schedule names its threads the same way every time.
+        self._counter = threading._counter  # type: ignore[attr-defined]
+        threading._counter = itertools.count(1).__next__  # type: ignore[attr-defined]
+
+    def activate(self) -> None:
+        """Put the loop's thread under a thread scheduler, from its next schedule point."""
+        _threads._local.activate = None
+        loop = self.loop
+        ctl = LoopController(loop, self.chooser, self.settings, self.record)
+        main = ctl.add(threading.current_thread().name, None, False)
+        main.ident = threading.get_ident()
+        _threads._line_hooks(ctl, foreign=len(sys._current_frames()) > 1)
+        ctl.current = main
+        self.ctl = ctl
+        loop._mixed = ctl
+        self._previous_trace = sys.gettrace()
+        _threads.activate_instrumentation(self.target)
+        _threads._local.thread = main
+        _threads._tracing_on(ctl)
+        _threads.trace_running_frames(sys._getframe(1))
+
+    def use_stock_chooser(self, chooser: Chooser) -> None:
+        """The run's end takes stock order (as the loop's clean-up does)."""
+        if self.ctl is not None:
+            self.ctl.chooser = chooser
+            self.ctl._refresh()
+
+    def end(self) -> None:
+        """The main task is done: finish as ``asyncio.run`` does, under control.
+
+        Called after the leftover tasks were cancelled: shut the default executor down
+        (joins wait in the scheduler while its jobs finish), then let the loop's thread end
+        and wait for the threads the run started (a failure there is the run's failure).
+        """
+        ctl = self.ctl
+        if ctl is None or ctl.aborting:
+            return
+        main = ctl.threads[0]
+        try:
+            executor = self.loop._default_executor
+            if executor is not None:
+                self.loop._default_executor = None
+                executor.shutdown(wait=True)
+            ctl.thread_ended(main, None)
+        except _threads._Abort:
+            pass
+        main.status = _threads._DONE
+        _threads._local.thread = None
+        _threads.wait_for_end(ctl)
+
+    def close(self) -> None:
+        """After the run, whatever happened: unwind and join every thread, restore tracing."""
+        _threads._local.activate = None
+        if self._counter is not None:
+            threading._counter = self._counter  # type: ignore[attr-defined]
+            self._counter = None
+        ctl = self.ctl
+        if ctl is None:
+            return
+        _threads._local.thread = None
+        self.loop._mixed = None
+        try:
+            _threads._unwind(ctl)
+        finally:
+            _threads._baton = None  # the report still reads ctl.current
+            _threads._line_hooks(None, foreign=False)
+            _threads._tracing_off()
+            sys.settrace(self._previous_trace)
+
+    def decisions(self) -> Sequence[Decision]:
+        return self.ctl.decisions if self.ctl is not None else ()
