@@ -44,7 +44,11 @@ _ENGINE = tuple(
     os.path.normcase(os.path.join(_INTERLACE, part)) + os.sep
     for part in ("harness", "_core", "linters")
 )
-_ENGINE_FILES = (os.path.normcase(os.path.join(_INTERLACE, "errors.py")),)
+_ENGINE_FILES = tuple(
+    os.path.normcase(os.path.join(_INTERLACE, name))
+    for name in ("errors.py", "__init__.py", "__main__.py", "cli.py")
+)
+"""interlace's own top-level modules (its lazy ``__getattr__`` runs inside explored steps)."""
 
 # Writes to state another thread may read: a point before them when the same line read first.
 _WRITES = frozenset(
