@@ -75,13 +75,9 @@ class Chooser:
         """Pick which of ``count`` timers due within the jitter window fires first."""
         return 0
 
-    def choose_thread(self, step: int, actors: Sequence[int]) -> int:
-        """Pick which thread runs at ``step`` of an ``async def`` run that started threads.
 
-        Option 0 is the running thread (or, where it blocked, the longest-waiting one). A
-        strategy explores these like any other option; only a replay tells them apart.
-        """
-        return self.choose(step, actors, False)
+_PICKS = {READY: READY, THREAD: READY, TIMER: TIMER}
+"""Decision kind -> the method that takes it (``READY``: choose, ``TIMER``: choose_timer)."""
 
 
 class ReplayChooser(Chooser):
@@ -113,20 +109,16 @@ class ReplayChooser(Chooser):
         found = None
         if self._index < len(decisions):
             candidate = decisions[self._index]
-            if candidate.step == step and candidate.kind == kind:
+            # A thread choice (THREAD) is taken through choose() like a ready choice: a
+            # step offers one or the other, never both.
+            if candidate.step == step and _PICKS.get(candidate.kind) == kind:
                 found = candidate
                 self._index += 1
         self.consult_at = decisions[self._index].step if self._index < len(decisions) else NEVER
         return found
 
     def choose(self, step: int, actors: Sequence[int], can_advance: bool) -> int:
-        return self._choose(step, actors, can_advance, READY)
-
-    def choose_thread(self, step: int, actors: Sequence[int]) -> int:
-        return self._choose(step, actors, False, THREAD)
-
-    def _choose(self, step: int, actors: Sequence[int], can_advance: bool, kind: int) -> int:
-        decision = self._take(step, kind)
+        decision = self._take(step, READY)
         if decision is None:
             return 0
         limit = len(actors) + (1 if can_advance else 0)

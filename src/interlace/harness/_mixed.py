@@ -41,6 +41,8 @@ __all__ = ("LoopController", "MixedRun")
 class LoopController(_threads.Controller):
     """A thread scheduler whose step counter and clock are its event loop's."""
 
+    kind = THREAD
+
     def __init__(
         self, loop: ControlledEventLoop, chooser: Chooser, settings: Settings, record: bool
     ) -> None:
@@ -74,15 +76,6 @@ class LoopController(_threads.Controller):
         for u in self.threads:
             if u.status == _threads._BLOCKED and u.deadline is not None and u.deadline <= now:
                 u.timed_out = True
-
-    def _choose(self, options: list[_threads._Thread]) -> int:
-        step = self.step
-        choice = self.chooser.choose_thread(step, [u.actor for u in options])
-        if not 0 <= choice < len(options):
-            choice = 0
-        if choice:
-            self.decisions.append(Decision(step, THREAD, choice, options[choice].actor))
-        return choice
 
     def location(self, t: _threads._Thread) -> str:
         if t.actor == 0 and t.waiting is not None and t.waiting[0] == "loop":

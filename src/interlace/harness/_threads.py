@@ -150,6 +150,9 @@ under test, unless threads the exploration does not control do: see ``_line_hook
 class Controller:
     """The scheduler of one run: who holds the baton, the virtual clock, the decisions."""
 
+    kind = READY
+    """The kind its decisions are recorded with (``THREAD`` where tasks share the run)."""
+
     def __init__(self, chooser: Chooser, settings: Settings, record: bool) -> None:
         self.chooser = chooser
         self.settings = settings
@@ -349,7 +352,7 @@ class Controller:
             if not 0 <= choice < len(options):
                 choice = 0
             if choice:
-                self.decisions.append(Decision(step, READY, choice, options[choice].actor))
+                self.decisions.append(Decision(step, self.kind, choice, options[choice].actor))
                 t.busy = True
                 try:
                     self._switch(t, options[choice], "(preempted)")
@@ -411,7 +414,7 @@ class Controller:
         if not 0 <= choice < len(options):
             choice = 0
         if choice:
-            self.decisions.append(Decision(step, READY, choice, options[choice].actor))
+            self.decisions.append(Decision(step, self.kind, choice, options[choice].actor))
         return choice
 
     def _switch(self, t: _Thread, u: _Thread, why: str) -> None:
