@@ -25,10 +25,12 @@ hits every column alike), in one process; a ratio is the time over ``uncontrolle
 * ``stock``: one stock-order run in a session that is already set up (internal API): what
   each further schedule of stock order costs.
 * ``delay``, ``pct``, ``exhaustive``: one schedule of each exploring strategy (internal API,
-  the same session): sparse delays (about two deviations a run), PCT (depth 3: two priority
-  change points), the exhaustive search's chooser with no schedule budget (consulted and
-  recording a schedule point at every point; deviations are added one by one, so a schedule
-  of this search has at most ``bound`` of them: this one is its first).
+  the same session). ``delay`` and ``pct`` are told the run's length first (``finished``
+  with the stock run's points), as every schedule of an exploration after its first is:
+  sparse delays (about two deviations a run), PCT (depth 3: two priority change points
+  in the run). The exhaustive search's chooser has no schedule budget (consulted and
+  recording a schedule point at every point; deviations are added one by one, so a
+  schedule of this search has at most ``bound`` of them: this one is its first).
 * ``random``: one random-walk schedule: a uniformly random thread at every point, so the
   baton changes hands at about half of them, each a real hand-off between OS threads.
 
@@ -51,6 +53,7 @@ from interlace._core.strategy import (
     PCTStrategy,
     RandomWalkStrategy,
     SparseDelayStrategy,
+    Strategy,
 )
 from interlace.harness._threads import ThreadsBackend, controlled_exploration
 
@@ -116,7 +119,16 @@ def explore_one(workload: Workload) -> None:
     assert exploration.failure is None, exploration.failure.report
 
 
-def choosers() -> dict[str, Callable[[], Chooser]]:
+def choosers(steps: int) -> dict[str, Callable[[], Chooser]]:
+    """The columns' choosers; ``steps`` is the run's length, as a stock run counted it."""
+
+    def learned(strategy: Strategy) -> Chooser:
+        # What an exploration tells a strategy after each schedule (its first included).
+        strategy.finished(Chooser(), steps)
+        chooser = strategy.next_chooser()
+        assert chooser is not None
+        return chooser
+
     def exhaustive() -> Chooser:
         chooser = ExhaustiveStrategy(bound=2, reduce=False).next_chooser()
         assert chooser is not None
@@ -124,8 +136,8 @@ def choosers() -> dict[str, Callable[[], Chooser]]:
 
     return {
         "stock": Chooser,
-        "delay": lambda: SparseDelayStrategy(1).next_chooser(),
-        "pct": lambda: PCTStrategy(1, 3).next_chooser(),
+        "delay": lambda: learned(SparseDelayStrategy(1)),
+        "pct": lambda: learned(PCTStrategy(1, 3)),
         "exhaustive": exhaustive,
         "random": lambda: RandomWalkStrategy(1).next_chooser(),
     }
@@ -147,7 +159,9 @@ def measure(name: str, workload: Workload, repeats: int, skip: set[str]) -> None
         best["explore(1)"] = min(best["explore(1)"], time.perf_counter() - started)
         with controlled_exploration((), workload):
             backend = ThreadsBackend(workload, settings)
-            for column, make in choosers().items():
+            if not points:
+                points = backend.run(Chooser()).steps
+            for column, make in choosers(points).items():
                 if column in skip:
                     continue
                 chooser = make()
@@ -156,7 +170,7 @@ def measure(name: str, workload: Workload, repeats: int, skip: set[str]) -> None
                 best[column] = min(best[column], time.perf_counter() - started)
                 assert result.kind is None, result.detail
                 if column == "stock":
-                    points = result.steps
+                    assert result.steps == points, (result.steps, points)
     base = best["uncontrolled"]
     cells = [
         f"{best[c] * 1e3:7.1f} {best[c] / base:5.2f}x" if c in best else "(skipped)"
