@@ -615,3 +615,23 @@ def test_ctrl_c_in_a_job_ends_the_async_exploration_and_leaks_no_thread() -> Non
     with pytest.raises(KeyboardInterrupt):
         interlace.explore(interrupted_in_a_job, seed=SEED, max_schedules=10)
     assert threading.active_count() == before
+
+
+def test_a_thread_the_exploration_does_not_control_leaves_lock_sites_controlled() -> None:
+    # With such a thread alive the hooks take their careful path (3.12+), which once read
+    # the lock of a `with self._lock:` from its own frame instead of the program's, so the
+    # real acquire blocked.
+    from thread_bugs import double_checked
+
+    stop = threading.Event()
+    outsider = threading.Thread(target=stop.wait, daemon=True)
+    outsider.start()
+    try:
+        failure = interlace.explore(double_checked.buggy, seed=SEED, max_schedules=300).failure
+        fixed = interlace.explore(double_checked.fixed, seed=SEED, max_schedules=100)
+    finally:
+        stop.set()
+        outsider.join()
+    assert failure is not None
+    assert failure.label == PREEMPTION
+    assert fixed.failure is None

@@ -1336,7 +1336,9 @@ def _instrument_eagerly(target: Any) -> None:
                     _instrument_code(code)
 
 
-def _mon_instruction(code: types.CodeType, offset: int) -> Any:
+def _mon_instruction(code: types.CodeType, offset: int, depth: int = 1) -> Any:
+    """The INSTRUCTION hook; ``depth`` is how far up the instruction's own frame is (1 when
+    sys.monitoring calls this, 2 through ``_mon_instruction_careful``)."""
     plan = _plan_of.get(id(code))
     if plan is None or offset not in plan.offsets:
         return _DISABLE
@@ -1351,7 +1353,7 @@ def _mon_instruction(code: types.CodeType, offset: int) -> Any:
         name = plan.with_locals.get(offset)
         if name is not None:
             # ``with lock:``, written out (see _with_site): every ``with`` pays for it.
-            manager = _getframe(1).f_locals.get(name)
+            manager = _getframe(depth).f_locals.get(name)
             if type(manager) is _LOCK:
                 ctl = t.ctl
                 if ctl.step + 1 < ctl.attention and not ctl.record and not manager.locked():
@@ -1360,7 +1362,7 @@ def _mon_instruction(code: types.CodeType, offset: int) -> Any:
             if type(manager) in LOCK_TYPES:
                 t.ctl.acquire(t, manager)
             return None
-        _site(plan, t, offset, _getframe(1))
+        _site(plan, t, offset, _getframe(depth))
     return None
 
 
@@ -1395,7 +1397,7 @@ def _mon_instruction_careful(code: types.CodeType, offset: int) -> Any:
     if t is not None and t.ident != _get_ident():
         plan = _plan_of.get(id(code))
         return _DISABLE if plan is None or offset not in plan.offsets else None
-    return _mon_instruction(code, offset)
+    return _mon_instruction(code, offset, 2)  # the frame is our caller's
 
 
 _careful_lines = False
