@@ -199,6 +199,8 @@ class _Arrival(events.Handle):
     _il_budget: int
     _il_cause = EVENT
     _il_actor = 0
+    _il_queues = IO
+    """The cause of what the callback queues."""
     _loop: Any
 
     def cancel(self) -> None:
@@ -208,7 +210,7 @@ class _Arrival(events.Handle):
 
     def _run(self) -> None:
         loop = self._loop
-        loop._cause = IO
+        loop._cause = self._il_queues
         try:
             super()._run()
         finally:
@@ -221,13 +223,7 @@ class _ThreadArrival(_Arrival):
 
     __slots__ = ()
 
-    def _run(self) -> None:
-        loop = self._loop
-        loop._cause = TIMED
-        try:
-            events.Handle._run(self)
-        finally:
-            loop._cause = EVENT
+    _il_queues = TIMED
 
 
 _STEP_NAMES = frozenset({"_Task__step", "__step"})  # the pure-Python Task's step method

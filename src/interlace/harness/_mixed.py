@@ -27,10 +27,10 @@ from __future__ import annotations
 import itertools
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
-from interlace._core.schedule import THREAD, Decision, Settings
+from interlace._core.schedule import THREAD, Settings
 from interlace._core.strategy import Chooser
 from interlace.harness import _threads
 from interlace.harness._loop import ControlledEventLoop
@@ -180,6 +180,3 @@ class MixedRun:
             _threads._line_hooks(None, foreign=False)
             _threads._tracing_off()
             sys.settrace(self._previous_trace)
-
-    def decisions(self) -> Sequence[Decision]:
-        return self.ctl.decisions if self.ctl is not None else ()
