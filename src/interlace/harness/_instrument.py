@@ -91,6 +91,16 @@ _LOCAL_ONLY = frozenset(
         "NOT_TAKEN",
     }
 )
+# Instructions after which control may go on elsewhere than the next instruction, other than
+# by an exception: jumps, and leaving the frame (yield, await, return).
+_LEAVES = frozenset(
+    {*dis.hasjrel, *dis.hasjabs}
+    | {
+        dis.opmap[name]
+        for name in ("YIELD_VALUE", "SEND", "RETURN_VALUE", "RETURN_CONST", "RETURN_GENERATOR")
+        if name in dis.opmap
+    }
+)
 _BASE_LOADS = frozenset(
     {"LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_DEREF", "LOAD_GLOBAL", "LOAD_NAME", "LOAD_CLOSURE"}
 )
@@ -140,6 +150,15 @@ class Plan:
             (``reader``): evaluated at every ``with``, so made once.
         with_locals: the offsets of ``withs`` whose recipe is a plain local (``with
             lock:``, the usual case) and that local's name, to read with no call.
+        lazy: for each line whose one point is an ``inline`` one reached through
+            straight-line code (no jump, yield or return between where the line starts and
+            the point), the line's first offset and the point: 3.11 counts such a point
+            without tracing the line's opcodes while it needs no decision (``_threads``,
+            ``_trace_local``).
+        eager: for each line whose one point is a ``with`` of a plain local and that loads
+            nothing else before it, the line's first offset and the point: 3.11 runs that
+            point's work at the line's event (nothing can change in between) instead of
+            tracing opcodes up to it.
     """
 
     inline: frozenset[int]
@@ -151,6 +170,8 @@ class Plan:
     finals: frozenset[int]
     with_readers: dict[int, Callable[[types.FrameType], Any]]
     with_locals: dict[int, str]
+    lazy: dict[int, tuple[int, int]]
+    eager: dict[int, tuple[int, int]]
 
 
 def _plan(
@@ -158,6 +179,8 @@ def _plan(
     withs: dict[int, Recipe],
     calls: dict[int, CallSite],
     line_last: dict[int, int],
+    lazy: dict[int, tuple[int, int]] | None = None,
+    eager: dict[int, tuple[int, int]] | None = None,
 ) -> Plan:
     offsets = frozenset(inline | withs.keys() | calls.keys())
     lines = frozenset(line_last)
@@ -168,7 +191,19 @@ def _plan(
         for offset, recipe in withs.items()
         if len(recipe) == 1 and recipe[0][0] == "local"
     }
-    return Plan(inline, withs, calls, lines, offsets, line_last, finals, readers, plain)
+    return Plan(
+        inline,
+        withs,
+        calls,
+        lines,
+        offsets,
+        line_last,
+        finals,
+        readers,
+        plain,
+        lazy or {},
+        eager or {},
+    )
 
 
 _NO_PLAN = _plan(frozenset(), {}, {}, {})
@@ -344,11 +379,18 @@ def _make_plan(code: types.CodeType) -> Plan:
     withs: dict[int, Recipe] = {}
     calls: dict[int, CallSite] = {}
     line_last: dict[int, int] = {}
+    points_on: dict[int, list[int]] = {}
+    straight: dict[int, int] = {}  # an inline point's offset -> where its straight run starts
     read_in_line = False
     line = code.co_firstlineno
+    plain_withs: dict[int, int] = {}  # a with's offset -> where its line's run starts
+    run_start = 0  # where the current line's instructions start
+    jumped = False  # whether control can leave them before the current instruction
+    loads_only = True  # whether they only load locals (no call, no other read) so far
     for index, instr in enumerate(instrs):
         if instr.starts_line is not None and instr.starts_line is not False:
             read_in_line = False
+            run_start, jumped, loads_only = instr.offset, False, True
             if sys.version_info >= (3, 13):
                 line = instr.line_number or line
             else:
@@ -357,21 +399,42 @@ def _make_plan(code: types.CodeType) -> Plan:
         if name in _WRITES and read_in_line:
             inline.add(instr.offset)
             line_last[line] = instr.offset
+            points_on.setdefault(line, []).append(instr.offset)
+            if not jumped:
+                straight[instr.offset] = run_start
         elif name == "BEFORE_WITH":
             chain = _chain_ending_at(instrs, index - 1) if index else None
             if chain is not None:
                 withs[instr.offset] = chain[0]
                 line_last[line] = instr.offset
+                points_on.setdefault(line, []).append(instr.offset)
+                if loads_only and len(chain[0]) == 1 and chain[0][0][0] == "local":
+                    plain_withs[instr.offset] = run_start
         elif name in ("CALL", "CALL_KW"):
             site = _call_site(code, instrs, index)
             if site is not None:
                 calls[instr.offset] = site
                 line_last[line] = instr.offset
+                points_on.setdefault(line, []).append(instr.offset)
         if name not in _LOCAL_ONLY and name not in _WRITES:
             read_in_line = True
+        if instr.opcode in _LEAVES:
+            jumped = True
+        if name not in _LOCAL_ONLY and name != "LOAD_DEREF":
+            loads_only = False
     if not (inline or withs or calls):
         return _NO_PLAN
-    return _plan(frozenset(inline), withs, calls, line_last)
+    lazy = {
+        line: (straight[points[0]], points[0])
+        for line, points in points_on.items()
+        if len(points) == 1 and points[0] in straight
+    }
+    eager = {
+        line: (plain_withs[points[0]], points[0])
+        for line, points in points_on.items()
+        if len(points) == 1 and points[0] in plain_withs
+    }
+    return _plan(frozenset(inline), withs, calls, line_last, lazy, eager)
 
 
 def _static_attr(obj: Any, name: str) -> Any:

@@ -88,6 +88,8 @@ class _Thread:
         "name",
         "note",
         "park",
+        "pending",
+        "pending_at",
         "predicate",
         "resumed",
         "segment",
@@ -114,6 +116,8 @@ class _Thread:
         self.daemon = daemon
         self.park = _allocate_lock()
         self.park.acquire()
+        self.pending: types.FrameType | None = None
+        self.pending_at = 0
         self.status = _RUNNABLE
         self.predicate: Callable[[], bool] | None = None
         self.waiting: tuple[str, Any] | None = None
@@ -1432,6 +1436,12 @@ def _line_hooks(ctl: Controller | None, *, foreign: bool) -> None:
 
 
 def _trace_call(frame: types.FrameType, event: str, arg: Any) -> Any:
+    t = _baton
+    if t is not None and t.pending is not None:
+        # A call before a lazy point (see _trace_local) may reach points of its own: count
+        # that point where it is after all.
+        t.pending.f_trace_opcodes = True
+        t.pending = None
     code = frame.f_code
     entry = _tracer_of.get(id(code))
     if entry is None or entry[0] is not code:
@@ -1477,19 +1487,39 @@ def _trace_local(plan: _instrument.Plan) -> _Tracer:
 
     Opcode events cost a call each, so they are on only from where a line with such a point
     is entered up to that line's last point (a loop back into the line is a line event).
+
+    A line whose one point is an inline one reached through straight-line code
+    (``Plan.lazy``, as in ``d[k] = d.get(k, 0) + 1``) traces no opcodes while that point needs
+    no decision: it is counted at the frame's next event, once the frame is past it. The
+    count comes out the same: until then no other point can come (a call converts the point
+    back to an opcode-traced one, in ``_trace_call``), an exception before the point means
+    it was never reached, and the point's number is below ``attention`` when the line starts.
+
+    A line that only loads a local before its one point, a ``with`` (``Plan.eager``, as in
+    ``with lock:``), does that point's work at its line event: the local cannot change
+    before the ``with`` is reached, and no other point comes between.
     """
     offsets = plan.offsets
     inline = plan.inline
     finals = plan.finals
     line_last = plan.line_last
+    lazy = plan.lazy
+    eager = plan.eager
 
     def trace(frame: types.FrameType, event: str, arg: Any) -> Any:
+        t = _baton
+        if t is not None and t.pending is frame:
+            t.pending = None
+            if event != "exception" or frame.f_lasti >= t.pending_at:
+                ctl = t.ctl
+                ctl.step += 1
+                if ctl.step >= ctl.attention:
+                    ctl.attend(t)
         if event == "opcode":
             offset = frame.f_lasti
             if offset in offsets:
                 if offset in finals:
                     frame.f_trace_opcodes = False
-                t = _baton
                 if t is not None:
                     if offset in inline:
                         ctl = t.ctl
@@ -1499,14 +1529,30 @@ def _trace_local(plan: _instrument.Plan) -> _Tracer:
                     else:
                         _site(plan, t, offset, frame)
         elif event == "line":
-            last = line_last.get(frame.f_lineno)
-            frame.f_trace_opcodes = last is not None and frame.f_lasti <= last
-            t = _baton
+            lineno = frame.f_lineno
+            offset = frame.f_lasti
+            last = line_last.get(lineno)
+            frame.f_trace_opcodes = last is not None and offset <= last
             if t is not None:
                 ctl = t.ctl
                 ctl.step += 1
                 if ctl.step >= ctl.attention:
                     ctl.attend(t)
+                run = lazy.get(lineno)
+                if (
+                    run is not None
+                    and run[0] <= offset < run[1]
+                    and ctl.step + 1 < ctl.attention
+                    and _baton is t
+                ):
+                    frame.f_trace_opcodes = False
+                    t.pending = frame
+                    t.pending_at = run[1]
+                    return trace
+                run = eager.get(lineno)
+                if run is not None and run[0] <= offset < run[1] and _baton is t:
+                    frame.f_trace_opcodes = False
+                    _site(plan, t, run[1], frame)
         return trace
 
     return trace

@@ -1,0 +1,154 @@
+"""Every schedule point has the same number whether or not a chooser looks at it.
+
+Python 3.11 counts some points inside lines without tracing the line's opcodes while no
+decision is due there (``_threads._trace_local``, ``Plan.lazy``); a step number is how a
+token names a point, so a point must get the same number either way. Each test here runs a
+program once with a chooser consulted at every point (every point counted where it is) and
+then once per point with a chooser consulted only there, and checks that the chooser sees
+the same place under the same number. On 3.12+ every point is counted where it is, and the
+tests check the same thing of the ``sys.monitoring`` hooks.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from interlace._core.schedule import Settings
+from interlace._core.strategy import Chooser
+from interlace.harness._threads import ThreadsBackend, controlled_exploration
+
+# The choosers run inside the scheduler, so their own code must not be code under test (it
+# would have schedule points): they are compiled under a "<...>" name, which is not.
+_CHOOSERS = """
+import sys
+
+from interlace._core.strategy import NEVER, Chooser
+
+
+def place(program):
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code.co_filename == program:
+            return frame.f_code.co_name, frame.f_lineno, frame.f_lasti
+        frame = frame.f_back
+    return "", 0, 0  # a point of the scheduler's own (a thread's start or end)
+
+
+class Everywhere(Chooser):
+    def __init__(self, program):
+        self.consult_at = 0
+        self.program = program
+        self.places = {}
+
+    def choose(self, step, actors, can_advance):
+        self.places[step] = place(self.program)
+        self.consult_at = step + 1
+        return 0
+
+
+class Once(Chooser):
+    def __init__(self, program, step):
+        self.consult_at = step
+        self.program = program
+        self.places = {}
+
+    def choose(self, step, actors, can_advance):
+        self.places[step] = place(self.program)
+        self.consult_at = NEVER
+        return 0
+"""
+_namespace: dict[str, Any] = {}
+exec(compile(_CHOOSERS, "<choosers>", "exec"), _namespace)
+Everywhere: Callable[[str], Any] = _namespace["Everywhere"]
+"""Consulted at every point; ``places`` maps each step to where it was."""
+Once: Callable[[str, int], Any] = _namespace["Once"]
+"""Consulted only at the given step; ``places`` maps it to where it was."""
+
+
+def _helper(table: dict[object, int], key: object) -> int:
+    return table.get(key, 0)
+
+
+def _counts(table: dict[object, int]) -> Iterator[int]:
+    for key in range(3):
+        table[key] = table.get(key, 0) + 1
+        yield key
+
+
+class _Box:
+    def __init__(self) -> None:
+        self.items: dict[object, int] = {}
+        self.lock = threading.Lock()
+
+    @property
+    def size(self) -> int:
+        return len(self.items)
+
+
+def _worker(table: dict[object, int], lock: threading.Lock) -> None:
+    box = _Box()
+    frozen = (1,)
+    for key in range(4):
+        with lock:  # a with of a plain local, its one point
+            time.sleep(0.001)  # the other thread runs, and waits for the lock
+            table[key] = table.get(key, 0) + 1
+        with box.lock:  # a with of an attribute
+            pass
+        gone = lock
+        del gone
+        try:
+            with gone:  # type: ignore[misc]  # noqa: F821 - unbound: raises before the with
+                pass
+        except UnboundLocalError:
+            pass
+        table[key] = table.get(key, 0) + 1  # a point inside the line, straight to it
+        table[key] = _helper(table, key) + 1  # a call to code under test before it
+        box.items[key] = box.size + 1  # a property (a call) before it
+        try:  # noqa: SIM105 - the exception must come from this frame's line
+            table[key] = table["missing"] + 1  # raises before the point
+        except KeyError:
+            pass
+        try:  # noqa: SIM105 - the exception must come from this frame's line
+            frozen[0] = frozen[0] + 1  # type: ignore[index]  # raises at the point
+        except TypeError:
+            pass
+        table[key] = (
+            table.get(key, 0)  # a statement on several lines
+            + 1
+        )
+        for _ in _counts(table):  # the point in a generator's frame
+            pass
+        table[key] = table[key] + 1 if key % 2 else table[key]  # a jump before it
+    table["last"] = table.get("last", 0) + 1  # the last line before the return
+
+
+def _program() -> None:
+    table: dict[object, int] = {}
+    lock = threading.Lock()
+    threads = [threading.Thread(target=_worker, args=(table, lock)) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def _run(target: Callable[[], None], chooser: Chooser) -> int:
+    with controlled_exploration((), target):
+        result = ThreadsBackend(target, Settings(backend="threads")).run(chooser)
+    assert result.kind is None, result.detail
+    return result.steps
+
+
+def test_a_point_has_the_same_number_whether_or_not_a_chooser_is_due_there() -> None:
+    everywhere = Everywhere(__file__)
+    steps = _run(_program, everywhere)
+    assert _run(_program, Chooser()) == steps
+    inside = [step for step, (_, line, _) in everywhere.places.items() if line]
+    assert len(inside) > 100, "the program should offer a choice at most of its points"
+    for step in inside:
+        once = Once(__file__, step)
+        assert _run(_program, once) == steps
+        assert once.places == {step: everywhere.places[step]}, step
