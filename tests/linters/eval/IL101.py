@@ -150,6 +150,35 @@ class BaseAgent:
             self._lock.release()
         return self._client
 
+    # ok: the `finally` releases the lock, so the `try` runs with it held, whatever helper
+    # took it (releasing an unheld lock raises).
+    async def client_lock_helper(self):
+        if not await self._acquire_within(self._lock, 5):
+            return None
+        try:
+            if self._client is None:
+                self._client = await connect("https://api")
+        finally:
+            self._lock.release()
+        return self._client
+
+    async def client_checked_before_the_lock(self):
+        if self._client is None:
+            if not await self._acquire_within(self._lock, 5):
+                return None
+            try:
+                self._client = await connect("https://api")  # error: IL101
+            finally:
+                self._lock.release()
+        return self._client
+
+    async def _acquire_within(self, lock, timeout):
+        try:
+            await asyncio.wait_for(lock.acquire(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
     async def step(self, request):
         await asyncio.sleep(0)
 

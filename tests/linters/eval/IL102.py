@@ -383,3 +383,65 @@ class Inbox:
 
 
 logger = None
+
+
+class Dispatcher:
+    """Locks taken through a helper that gives up at a deadline, released in `finally`."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._close_lock = threading.Lock()
+        self._worker = None
+        self._closed = False
+
+    @staticmethod
+    def _acquire_before(lock, deadline):
+        return lock.acquire(timeout=deadline)
+
+    def post(self, item):
+        with self._lock:
+            if self._closed:
+                return False
+            item.send()
+            return True
+
+    # ok: the `finally` releases `_close_lock`, so the `try` runs with it held, however the
+    # helper acquired it (releasing an unheld lock raises).
+    def close(self, deadline):
+        if not self._acquire_before(self._close_lock, deadline):
+            return
+        try:
+            if self._closed:
+                return
+            self._worker = None
+            self._closed = True
+        finally:
+            self._close_lock.release()
+
+    # ok: the same through `lock.acquire()` inside the `if`, released in `finally`.
+    def start(self, deadline):
+        if self._lock.acquire(timeout=deadline):
+            try:
+                if self._worker is None:
+                    self._worker = threading.Thread(target=print)
+            finally:
+                self._lock.release()
+
+    def close_checked_outside(self, deadline):
+        if self._closed:
+            return
+        if not self._acquire_before(self._close_lock, deadline):
+            return
+        try:
+            self._closed = True  # error: IL102
+        finally:
+            self._close_lock.release()
+
+    def start_maybe_released(self, deadline):
+        took = self._acquire_before(self._lock, deadline)
+        try:
+            if self._worker is None:
+                self._worker = threading.Thread(target=print)  # error: IL102
+        finally:
+            if took:
+                self._lock.release()

@@ -7,7 +7,8 @@ usually confined to one thread (or one task). This module computes, for the meth
 class (or the functions of a module), without metadata:
 
 * which state each function touches, and which of it while a lock is held (``with lock:``,
-  ``lock.acquire()`` ... ``lock.release()``, ``if lock.acquire(...):``);
+  ``lock.acquire()`` ... ``lock.release()``, ``if lock.acquire(...):``, and the body of a
+  ``try`` whose ``finally`` releases a lock: see :func:`released_by_finally`);
 * the calls each function makes to functions of the same scope (``self.m()``, ``f()``), and
   whether a lock is held at the call;
 * from those, one call level at a time until nothing changes: which private helpers run with
@@ -31,7 +32,7 @@ import libcst as cst
 
 from interlace.linters.rules._flow import block_body, children, dotted, is_lock_expr
 
-__all__ = ("LockFacts", "LockScope", "lock_facts", "lock_operation")
+__all__ = ("LockFacts", "LockScope", "lock_facts", "lock_operation", "released_by_finally")
 
 _HELD_BY_CALLER = re.compile(r"_(un)?locked$")
 """Helpers that by name expect the caller to hold the lock (``_refresh_locked``)."""
@@ -138,6 +139,35 @@ def _statement_operation(
     return None
 
 
+def released_by_finally(
+    stmt: cst.Try | cst.TryStar, is_lock: Callable[[cst.BaseExpression], bool] = is_lock_expr
+) -> list[str]:
+    """The locks (dotted names) that a statement of ``stmt``'s ``finally`` block releases
+    unconditionally.
+
+    Such a ``try`` body runs with the lock held, however it was acquired: releasing a lock that
+    is not held raises (``RuntimeError`` for ``threading.Lock``/``RLock``, ``asyncio.Lock`` and
+    ``_thread`` locks alike), and the ``finally`` releases on every way out of the body,
+    normal completion included. So code written this way holds the lock from the first
+    statement of the ``try`` on, whether it took it with ``lock.acquire()`` or through a helper
+    the rule cannot see (``if not self._acquire_before(self._lock, deadline): return``). A
+    release under an ``if`` in the ``finally`` proves nothing and does not count.
+    """
+    if stmt.finalbody is None:
+        return []
+    names: list[str] = []
+    for line in block_body(stmt.finalbody.body):
+        if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1:
+            small = line.body[0]
+            if isinstance(small, cst.Expr) and lock_operation(small.value, is_lock) == "release":
+                call = small.value.expression if isinstance(small.value, cst.Await) else small.value
+                if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute):
+                    name = dotted(call.func.value)
+                    if name is not None:
+                        names.append(name)
+    return names
+
+
 def _asserts_ownership(
     stmts: Sequence[cst.BaseStatement | cst.BaseSmallStatement],
     is_lock: Callable[[cst.BaseExpression], bool],
@@ -206,6 +236,15 @@ def _scan(function: cst.FunctionDef, is_lock: Callable[[cst.BaseExpression], boo
                         inner += 1
                         usage.holds_locks = True
                 stack.append((node.body, inner))
+                continue
+            if isinstance(node, (cst.Try, cst.TryStar)) and released_by_finally(node, is_lock):
+                usage.holds_locks = True
+                stack.append((node.body, held + 1))
+                stack.extend((handler, held + 1) for handler in node.handlers)
+                if node.orelse is not None:
+                    stack.append((node.orelse, held + 1))
+                if node.finalbody is not None:
+                    stack.append((node.finalbody, held))
                 continue
             if isinstance(node, cst.If) and lock_operation(node.test, is_lock) == "acquire":
                 usage.holds_locks = True

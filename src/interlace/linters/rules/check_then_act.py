@@ -9,7 +9,9 @@ whether a suspension point may have run since. A write to checked state is a fin
   the check and the write on some path, and
 * IL102: always, because a thread can be preempted anywhere,
 
-unless one lock acquisition is held at both the check and the write. A write consumes the
+unless one lock acquisition is held at both the check and the write (``with lock:``,
+``lock.acquire()`` ... ``lock.release()``, or a ``try`` whose ``finally`` releases the lock,
+however it was acquired). A write consumes the
 check (later writes depend on the function's own write, not on the check), and a re-check
 replaces the earlier check, which is what makes a correct double-checked lock pass.
 
@@ -43,7 +45,7 @@ from interlace.linters.rules._flow import (
     mutated_state,
     render,
 )
-from interlace.linters.rules._locking import LockScope
+from interlace.linters.rules._locking import LockScope, released_by_finally
 
 __all__ = ("CheckThenActFlow", "FlagCheckThenActAcrossAwait", "FlagUnlockedCheckThenAct")
 
@@ -832,6 +834,11 @@ class CheckThenActFlow:
         return out
 
     def _try(self, stmt: cst.Try | cst.TryStar, state: _State) -> _State | None:
+        # A `finally` that releases a lock proves the lock is held in the `try` (see
+        # `released_by_finally`), even when the acquire is in a helper; the walk of the
+        # `finally` drops it again at the release.
+        for name in released_by_finally(stmt, self.is_lock):
+            self._manual.setdefault(name, self._acquire())
         entry = dict(state)
         body = self._block(block_body(stmt.body), dict(state))
         suspension = find_suspension(stmt.body)
@@ -1003,11 +1010,13 @@ class FlagCheckThenActAcrossAwait(FactsCollector, Rule):
         "on the result, every other task may run in between: two callers both see the client "
         "missing and both create one (one leaks), two `run()` calls both pass the idle check. "
         "Without a suspension point between the check and the write there is no race in "
-        "asyncio, and the rule stays silent. It also stays silent when no second task can "
-        "be involved: in code that only one task ever runs (an async generator, which one "
-        "consumer drives; a coroutine that consumes the object itself with `async for _ in "
-        "self`; a private coroutine the object starts once as its own background task, "
-        "keeping the handle in one attribute; private helpers only those call or await) when "
+        "asyncio, and the rule stays silent. A lock counts as held across a `try` whose "
+        "`finally` releases it, however it was taken (a helper that acquires with a timeout), "
+        "since releasing a lock that is not held raises. It also stays silent when no second "
+        "task can be involved: in code that only one task ever runs (an async generator, which "
+        "one consumer drives; a coroutine that consumes the object itself with `async for _ in "
+        "self`; a private coroutine the object starts once as its own background task, keeping "
+        "the handle in one attribute; private helpers only those call or await) when "
         "every method that writes the state is such code too, and for a memo of plain data "
         "(`self._names = sorted(...)`, a comprehension: a fresh container built from the "
         "function's own data, with no await or call in it but pure builtins and reads, and "
@@ -1241,7 +1250,10 @@ class FlagUnlockedCheckThenAct(FactsCollector, Rule):
         "under a lock, directly or in a helper called with the lock held, is reported, since "
         "state the code never locks is usually confined to one thread. A private helper whose "
         "every caller in the class holds a lock, or one named `*_locked`/`*_unlocked` or "
-        "asserting `lock.locked()`, runs under its caller's lock and is not reported. Benign "
+        "asserting `lock.locked()`, runs under its caller's lock and is not reported. A lock "
+        "counts as held across a `try` whose `finally` releases it, however it was taken "
+        "(`if not self._acquire_before(self._lock, deadline): return`), since releasing a "
+        "lock that is not held raises. Benign "
         "races are left alone: a write that stores a constant (`self._started = True`, `= "
         "None`) or clears (`.clear()`, `.discard()`) is reported only if the guarded code also "
         "does something a second thread must not repeat (calls out, starts a thread, appends, "
