@@ -597,6 +597,36 @@ async def pool_kept_across_schedules() -> None:
     await asyncio.get_running_loop().run_in_executor(_reused_pool[0], int)
 
 
+class _SlowToSayStarted(threading.Event):
+    """A thread's ``_started``: the parent's wait is interrupted (Ctrl-C in ``Thread.start``'s
+    handshake), and the new thread says it started only a moment later."""
+
+    interrupted = False
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if not self.interrupted:
+            self.interrupted = True
+            raise KeyboardInterrupt
+        return super().wait(timeout)
+
+    def set(self) -> None:
+        _thread.allocate_lock().acquire(True, 0.2)  # a real wait, outside the scheduler
+        super().set()
+
+
+def interrupted_while_starting() -> None:
+    thread = threading.Thread(target=lambda: None)
+    thread._started = _SlowToSayStarted()  # type: ignore[attr-defined]
+    thread.start()
+
+
+def test_ctrl_c_inside_thread_start_ends_the_exploration_with_the_interrupt() -> None:
+    before = threading.active_count()
+    with pytest.raises(KeyboardInterrupt):
+        interlace.explore(interrupted_while_starting, seed=SEED, max_schedules=10)
+    assert threading.active_count() == before
+
+
 def test_an_executor_kept_from_an_earlier_schedule_is_a_clear_error() -> None:
     _reused_pool.clear()
     with pytest.raises(UnsupportedOperationError, match="used by an earlier schedule"):

@@ -1811,8 +1811,20 @@ def _unwind(ctl: Controller) -> None:
         if t.status != _DONE and t.park.locked():
             ctl.current = t
             t.park.release()
-        if thread is not None:
+        if thread is not None and _has_started(thread):
             _orig_join(thread, _UNWIND_SECONDS)
+
+
+def _has_started(thread: threading.Thread) -> bool:
+    """Whether ``thread`` can be joined. A Ctrl-C that lands in ``Thread.start``'s handshake
+    (it waits for the new thread to say it started) leaves a thread that may say so a
+    moment later, or that was never created; joining it before raises RuntimeError, which
+    would hide the interrupt."""
+    started: threading.Event = thread._started  # type: ignore[attr-defined]
+    return started.is_set() or started.wait(_START_SECONDS)
+
+
+_START_SECONDS = 1.0
 
 
 def _raised_at(exc: BaseException | None) -> str:
