@@ -1515,24 +1515,18 @@ def _trace_local(plan: _instrument.Plan) -> _Tracer:
                 ctl.step += 1
                 if ctl.step >= ctl.attention:
                     ctl.attend(t)
-        if event == "opcode":
-            offset = frame.f_lasti
-            if offset in offsets:
-                if offset in finals:
-                    frame.f_trace_opcodes = False
-                if t is not None:
-                    if offset in inline:
-                        ctl = t.ctl
-                        ctl.step += 1
-                        if ctl.step >= ctl.attention:
-                            ctl.attend(t)
-                    else:
-                        _site(plan, t, offset, frame)
-        elif event == "line":
+        if event == "line":
             lineno = frame.f_lineno
+            if lineno not in line_last:  # the usual line: a point at its start only
+                frame.f_trace_opcodes = False
+                if t is not None:
+                    ctl = t.ctl
+                    ctl.step += 1
+                    if ctl.step >= ctl.attention:
+                        ctl.attend(t)
+                return trace
             offset = frame.f_lasti
-            last = line_last.get(lineno)
-            frame.f_trace_opcodes = last is not None and offset <= last
+            frame.f_trace_opcodes = offset <= line_last[lineno]
             if t is not None:
                 ctl = t.ctl
                 ctl.step += 1
@@ -1553,6 +1547,19 @@ def _trace_local(plan: _instrument.Plan) -> _Tracer:
                 if run is not None and run[0] <= offset < run[1] and _baton is t:
                     frame.f_trace_opcodes = False
                     _site(plan, t, run[1], frame)
+        elif event == "opcode":
+            offset = frame.f_lasti
+            if offset in offsets:
+                if offset in finals:
+                    frame.f_trace_opcodes = False
+                if t is not None:
+                    if offset in inline:
+                        ctl = t.ctl
+                        ctl.step += 1
+                        if ctl.step >= ctl.attention:
+                            ctl.attend(t)
+                    else:
+                        _site(plan, t, offset, frame)
         return trace
 
     return trace
