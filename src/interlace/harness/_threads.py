@@ -1505,6 +1505,7 @@ def _trace_local(plan: _instrument.Plan) -> _Tracer:
     line_last = plan.line_last
     lazy = plan.lazy
     eager = plan.eager
+    with_locals = plan.with_locals
 
     def trace(frame: types.FrameType, event: str, arg: Any) -> Any:
         t = _baton
@@ -1518,7 +1519,8 @@ def _trace_local(plan: _instrument.Plan) -> _Tracer:
         if event == "line":
             lineno = frame.f_lineno
             if lineno not in line_last:  # the usual line: a point at its start only
-                frame.f_trace_opcodes = False
+                # (opcode events are off here: the last point of a line turns them off, and
+                # an opcode event on a line without points does if the line was left early)
                 if t is not None:
                     ctl = t.ctl
                     ctl.step += 1
@@ -1546,10 +1548,23 @@ def _trace_local(plan: _instrument.Plan) -> _Tracer:
                 run = eager.get(lineno)
                 if run is not None and run[0] <= offset < run[1] and _baton is t:
                     frame.f_trace_opcodes = False
-                    _site(plan, t, run[1], frame)
+                    # _with_site's free-Lock way, written out (every ``with lock:`` pays it)
+                    manager = frame.f_locals.get(with_locals[run[1]])
+                    if (
+                        type(manager) is _LOCK
+                        and ctl.step + 1 < ctl.attention
+                        and not ctl.record
+                        and not manager.locked()
+                    ):
+                        ctl.step += 1
+                    else:
+                        _site(plan, t, run[1], frame)
         elif event == "opcode":
             offset = frame.f_lasti
-            if offset in offsets:
+            if offset not in offsets:
+                if frame.f_lineno not in line_last:
+                    frame.f_trace_opcodes = False  # left a line with points before its last
+            else:
                 if offset in finals:
                     frame.f_trace_opcodes = False
                 if t is not None:
