@@ -135,20 +135,21 @@ def _program() -> None:
         thread.join()
 
 
-def _run(target: Callable[[], None], chooser: Chooser) -> int:
-    with controlled_exploration((), target):
-        result = ThreadsBackend(target, Settings(backend="threads")).run(chooser)
+def _run(backend: ThreadsBackend, chooser: Chooser) -> int:
+    result = backend.run(chooser)
     assert result.kind is None, result.detail
     return result.steps
 
 
 def test_a_point_has_the_same_number_whether_or_not_a_chooser_is_due_there() -> None:
-    everywhere = Everywhere(__file__)
-    steps = _run(_program, everywhere)
-    assert _run(_program, Chooser()) == steps
-    inside = [step for step, (_, line, _) in everywhere.places.items() if line]
-    assert len(inside) > 100, "the program should offer a choice at most of its points"
-    for step in inside:
-        once = Once(__file__, step)
-        assert _run(_program, once) == steps
-        assert once.places == {step: everywhere.places[step]}, step
+    with controlled_exploration((), _program):
+        backend = ThreadsBackend(_program, Settings(backend="threads"))
+        everywhere = Everywhere(__file__)
+        steps = _run(backend, everywhere)
+        assert _run(backend, Chooser()) == steps
+        inside = [step for step, (_, line, _) in everywhere.places.items() if line]
+        assert len(inside) > 100, "the program should offer a choice at most of its points"
+        for step in inside:
+            once = Once(__file__, step)
+            assert _run(backend, once) == steps
+            assert once.places == {step: everywhere.places[step]}, step
