@@ -136,13 +136,29 @@ async def sleepers() -> None:
     await asyncio.gather(*(worker(index) for index in range(12)))
 
 
+async def cancelled_among_sleepers() -> None:
+    loop = asyncio.get_running_loop()
+    ran: list[int] = []
+
+    async def worker(index: int) -> None:
+        for i in range(8):
+            await asyncio.sleep(0)
+            doomed = loop.call_soon(ran.append, index)
+            if i % 2:
+                doomed.cancel()  # a cancelled entry among the options, skipped by the scan
+            await asyncio.sleep(0.001 if i == 3 else 0)
+
+    await asyncio.gather(*(worker(index) for index in range(6)))
+
+
+@pytest.mark.parametrize("program", [sleepers, cancelled_among_sleepers])
 @pytest.mark.parametrize("strategy", [RandomWalkStrategy, PCTStrategy])
 def test_a_choice_the_loop_takes_itself_is_the_one_the_chooser_would_make(
-    strategy: type[RandomWalkStrategy],
+    strategy: type[RandomWalkStrategy], program: Target
 ) -> None:
     # The loop draws the random walk's option and takes PCT's top-ranked one without calling
     # choose(); a chooser that hides how (no ``uniform``, no ``rank``) is asked every time.
-    backend = AsyncioBackend(sleepers, Settings())
+    backend = AsyncioBackend(program, Settings())
     taken, asked = strategy(3), strategy(3)
     for _ in range(20):
         hidden = asked.next_chooser()

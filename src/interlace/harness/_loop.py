@@ -773,7 +773,44 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
             skipped = 0
             movable = True
             ids: list[int] | None = None
-            if chooser.reads_actors:
+            chosen = 0  # the actor of the option taken, when known before it is taken
+            rank = chooser.rank
+            ranked = False
+            if rank is not None and step + 1 < chooser.ranked_until:
+                ranked = True
+                # PCT between change points: the highest-ranked option, the first of equals,
+                # found in the scan itself. Options are ranked in order and only if there is
+                # a choice (two options, or one and the clock), as choose() would rank them:
+                # a first sighting draws the actor's rank, and draws must come in that order.
+                choice = 0
+                best = 0.0
+                for entry in ready:
+                    budget = entry._il_budget
+                    if budget >= 0:
+                        actor = entry._il_actor
+                        if actor < 0:
+                            actor = _actor_of(entry)
+                        if count:
+                            if count == 1:
+                                best = rank(chosen)
+                            value = rank(actor)
+                            if value > best:
+                                best = value
+                                choice = count
+                                chosen = actor
+                        else:
+                            chosen = actor
+                        count += 1
+                        if budget == 0:
+                            movable = False
+                            break
+                        if count == window:
+                            break
+                    else:
+                        skipped += 1
+                else:
+                    movable = count > 0
+            elif chooser.reads_actors:
                 # The same scan, also collecting every option's actor.
                 ids = []
                 append = ids.append
@@ -818,7 +855,16 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
                     can_advance = timer._when - self._now <= self._jitter or all(
                         entry._il_cause == IO for entry in ready
                     )
-            if count == 1 and not can_advance:
+            if ranked:
+                if can_advance:
+                    assert rank is not None
+                    if count == 1:
+                        best = rank(chosen)  # one option: not ranked by the scan
+                    if rank(-1) > best:
+                        choice = count
+                elif count == 1:
+                    chooser.consult_at = max(chooser.consult_at, step + 2)
+            elif count == 1 and not can_advance:
                 choice = 0
                 chooser.consult_at = max(chooser.consult_at, step + 2)
             else:
@@ -827,16 +873,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
                     # The random walk's draw, taken here: no call at every step.
                     choice = int(uniform() * (count + can_advance))
                 elif ids is not None:
-                    rank = chooser.rank
-                    if rank is not None and step + 1 < chooser.ranked_until:
-                        # PCT between change points: the highest-ranked option, the first
-                        # of equals (max() ranks the options in order, as choose() would).
-                        best = max(ids, key=rank)
-                        choice = ids.index(best)
-                        if can_advance and rank(-1) > rank(best):
-                            choice = count
-                    else:
-                        choice = chooser.choose(step + 1, ids, can_advance)
+                    choice = chooser.choose(step + 1, ids, can_advance)
                 elif chooser.counts_only:
                     choice = chooser.choose_count(step + 1, count, can_advance)
                 else:
@@ -848,6 +885,10 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
                 if chooser.divergence is not None:
                     self.divergence = chooser.divergence
                     raise Diverged(chooser.divergence)
+                if ids is not None and choice < count:
+                    chosen = ids[choice]
+                elif 0 < choice < count:
+                    chosen = _actor_of(handles[choice])
             if choice == 0:
                 handle = ready.popleft()
             elif choice < count:
@@ -861,8 +902,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
                     ready.remove(handle)
                     for earlier in handles[:choice]:
                         earlier._il_budget -= 1
-                actor = ids[choice] if ids is not None else _actor_of(handle)
-                self._decisions += (step + 1, READY, choice, actor)
+                self._decisions += (step + 1, READY, choice, chosen)
             else:
                 # Postpone everything that is ready until the next timer has fired and the
                 # work it wakes has run: the ready tasks' awaits took that long.
