@@ -53,6 +53,7 @@ def oracle() -> Iterator[list[int]]:
             result = AsyncioBackend(targets[model], model.settings).run(again)
             assert result.kind is None, result.exception
             assert again.points == chooser.points
+            assert again.prefix_taken == chooser.prefix_taken
             assert again.truncated == chooser.truncated
             checked.append(result.steps)
         return predicted

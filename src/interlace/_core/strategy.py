@@ -62,6 +62,13 @@ class Chooser:
     schedule point before ``ranked_until``: a backend may then take that option itself,
     ranking the options in order, and call :meth:`choose` only from ``ranked_until`` on."""
     ranked_until: int = 0
+    stock_points: list[int] | None = None
+    """Set by a chooser that takes the stock option at every schedule point once this list
+    holds ``stock_after`` entries, and only records each point's number of options in it:
+    a backend may then append the number and take option 0 itself (no call per step) while
+    the list stays shorter than ``max_points - 1``, and call the chooser otherwise."""
+    stock_after: int = 0
+    max_points: int = NEVER
 
     def choose(self, step: int, actors: Sequence[int], can_advance: bool) -> int:
         """Pick which ready option runs at ``step`` (0 = stock)."""
@@ -266,16 +273,13 @@ class _SparseDelayChooser(Chooser):
 _Pending = tuple[tuple[int, ...], int, int, "RunModel | None"]
 
 
-@dataclass(slots=True)
-class _Point:
-    options: int
-    choice: int
-
-
 class _DFSChooser(Chooser):
     """Follows a forced prefix of choices at schedule points, then takes the stock option.
 
-    It records every schedule point with two or more options, for the DFS to backtrack over.
+    It records every schedule point with two or more options, for the DFS to backtrack over:
+    ``points`` holds each one's number of options, ``prefix_taken`` the choices taken at
+    the points the prefix covers (every later choice is 0). Past the prefix, the backend
+    may record points itself (``Chooser.stock_points``).
     """
 
     def __init__(
@@ -283,23 +287,25 @@ class _DFSChooser(Chooser):
     ) -> None:
         self.wants_model = wants_model
         self._prefix = prefix
-        self.points: list[_Point] = []
+        self.points: list[int] = []
+        self.stock_points = self.points
+        self.stock_after = len(prefix)
+        self.prefix_taken: list[int] = []
+        """The choices actually taken at the points the forced prefix covered."""
         self.consult_at = 0
-        self._max_points = max(max_points, len(prefix))
+        self.max_points = self._max_points = max(max_points, len(prefix))
         self.truncated = False
         """True if the run went on past ``max_points`` schedule points without recording them."""
 
-    @property
-    def prefix_taken(self) -> list[int]:
-        """The choices actually taken at the points the forced prefix covered."""
-        return [p.choice for p in self.points[: len(self._prefix)]]
-
     def _next(self, options: int) -> int:
         index = len(self.points)
-        choice = self._prefix[index] if index < len(self._prefix) else 0
+        self.points.append(options)
+        if index >= len(self._prefix):
+            return 0
+        choice = self._prefix[index]
         if choice >= options:  # the prefix no longer fits (nondeterministic target)
             choice = 0
-        self.points.append(_Point(options, choice))
+        self.prefix_taken.append(choice)
         return choice
 
     counts_only = True
@@ -542,7 +548,7 @@ class ExhaustiveStrategy(Strategy):
         points = chooser.points
         children = self._next_level
         for index in range(len(prefix), len(points)):
-            for option in range(1, points[index].options):
+            for option in range(1, points[index]):
                 children.append((prefix, index, option, model))
 
     def describe(self) -> str:

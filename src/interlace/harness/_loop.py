@@ -875,7 +875,17 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
                 elif ids is not None:
                     choice = chooser.choose(step + 1, ids, can_advance)
                 elif chooser.counts_only:
-                    choice = chooser.choose_count(step + 1, count, can_advance)
+                    points = chooser.stock_points
+                    if (
+                        points is not None
+                        and chooser.stock_after <= len(points) < chooser.max_points - 1
+                    ):
+                        # The exhaustive search past its prefix: stock order, every point
+                        # recorded with its number of options, as choose_count() would.
+                        points.append(count + can_advance)
+                        choice = 0
+                    else:
+                        choice = chooser.choose_count(step + 1, count, can_advance)
                 else:
                     actors = self._actors
                     actors._handles = handles
