@@ -138,14 +138,17 @@ class _Step(events.Handle):
 
     Invariant: ``_il_budget`` is how many more times the entry may be postponed: ``fairness``
     minus its postponements for a postponable cause, 0 for any other cause, ``CANCELLED``
-    once cancelled. The option scan reads that one slot per entry.
+    once cancelled. The option scan reads that one slot per entry. ``_il_rank`` is the
+    chooser's rank of the entry's actor once a ranking scan read it, else None (and None
+    again when ranks may have changed: see ``_forget_ranks``).
     """
 
-    __slots__ = ("_il_actor", "_il_budget", "_il_cause")
+    __slots__ = ("_il_actor", "_il_budget", "_il_cause", "_il_rank")
 
     _il_cause: int
     _il_actor: int
     _il_budget: int
+    _il_rank: float | None
     _callback: Callable[..., object]
     _args: Any
     _cancelled: bool
@@ -167,10 +170,11 @@ class _Step(events.Handle):
 class _Timer(events.TimerHandle):
     """A timer that remembers its creation order; what it queues while it runs is TIMED."""
 
-    __slots__ = ("_il_budget", "_il_seq")
+    __slots__ = ("_il_budget", "_il_rank", "_il_seq")
 
     _il_seq: int
     _il_budget: int
+    _il_rank: float | None
     _il_cause = EVENT  # a timer's own callback is a plain callback
     _il_actor = 0
     _loop: Any
@@ -194,9 +198,10 @@ class _Timer(events.TimerHandle):
 class _Arrival(events.Handle):
     """A callback from another thread; what it queues while it runs is IO."""
 
-    __slots__ = ("_il_budget",)
+    __slots__ = ("_il_budget", "_il_rank")
 
     _il_budget: int
+    _il_rank: float | None
     _il_cause = EVENT
     _il_actor = 0
     _il_queues = IO
@@ -519,6 +524,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
             format_helpers.extract_stack(sys._getframe(1)) if self._debug else None
         )
         handle._il_actor = -1  # computed when a chooser or a decision reads it
+        handle._il_rank = None
         if self._creating:
             handle._il_cause = FIRST
             handle._il_budget = 0
@@ -567,6 +573,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         self._timer_seq += 1
         timer._il_seq = self._timer_seq
         timer._il_budget = 0
+        timer._il_rank = None
         if self._log is not None:
             self._log.append((TIMER_CREATED, timer))
         heapq.heappush(self._scheduled, timer)
@@ -590,6 +597,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         else:
             handle = _ThreadArrival(callback, args, self, context)
         handle._il_budget = 0
+        handle._il_rank = None
         with self._inbox_lock:
             self._inbox.append(handle)
         self._inbox_event.set()
@@ -773,7 +781,6 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
             skipped = 0
             movable = True
             ids: list[int] | None = None
-            chosen = 0  # the actor of the option taken, when known before it is taken
             rank = chooser.rank
             ranked = False
             if rank is not None and step + 1 < chooser.ranked_until:
@@ -782,34 +789,37 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
                 # found in the scan itself. Options are ranked in order and only if there is
                 # a choice (two options, or one and the clock), as choose() would rank them:
                 # a first sighting draws the actor's rank, and draws must come in that order.
+                # An entry keeps its rank while it waits (ranks change only in choose()).
                 choice = 0
-                best = 0.0
-                for entry in ready:
-                    budget = entry._il_budget
-                    if budget >= 0:
-                        actor = entry._il_actor
-                        if actor < 0:
-                            actor = _actor_of(entry)
-                        if count:
-                            if count == 1:
-                                best = rank(chosen)
-                            value = rank(actor)
+                best: float | None = None  # the head's rank, read once a second option is found
+                head: Any = ready[0]  # not cancelled (see above)
+                count = 1
+                if head._il_budget == 0:
+                    movable = False
+                elif window > 1:
+                    entries = iter(ready)
+                    next(entries)
+                    for entry in entries:
+                        budget = entry._il_budget
+                        if budget >= 0:
+                            if best is None:
+                                best = head._il_rank
+                                if best is None:
+                                    best = head._il_rank = rank(_actor_of(head))
+                            value = entry._il_rank
+                            if value is None:
+                                value = entry._il_rank = rank(_actor_of(entry))
                             if value > best:
                                 best = value
                                 choice = count
-                                chosen = actor
+                            count += 1
+                            if budget == 0:
+                                movable = False
+                                break
+                            if count == window:
+                                break
                         else:
-                            chosen = actor
-                        count += 1
-                        if budget == 0:
-                            movable = False
-                            break
-                        if count == window:
-                            break
-                    else:
-                        skipped += 1
-                else:
-                    movable = count > 0
+                            skipped += 1
             elif chooser.reads_actors:
                 # The same scan, also collecting every option's actor.
                 ids = []
@@ -858,8 +868,10 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
             if ranked:
                 if can_advance:
                     assert rank is not None
-                    if count == 1:
-                        best = rank(chosen)  # one option: not ranked by the scan
+                    if best is None:  # one option: not ranked by the scan
+                        best = head._il_rank
+                        if best is None:
+                            best = head._il_rank = rank(_actor_of(head))
                     if rank(-1) > best:
                         choice = count
                 elif count == 1:
@@ -874,6 +886,8 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
                     choice = int(uniform() * (count + can_advance))
                 elif ids is not None:
                     choice = chooser.choose(step + 1, ids, can_advance)
+                    if rank is not None:
+                        self._forget_ranks()
                 elif chooser.counts_only:
                     points = chooser.stock_points
                     if (
@@ -895,24 +909,24 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
                 if chooser.divergence is not None:
                     self.divergence = chooser.divergence
                     raise Diverged(chooser.divergence)
-                if ids is not None and choice < count:
-                    chosen = ids[choice]
-                elif 0 < choice < count:
-                    chosen = _actor_of(handles[choice])
             if choice == 0:
                 handle = ready.popleft()
             elif choice < count:
                 if handles is ready:
-                    handle = ready[choice]
+                    taken = ready[choice]
                     del ready[choice]
                     for earlier in itertools.islice(ready, choice):
                         earlier._il_budget -= 1
                 else:
-                    handle = handles[choice]
-                    ready.remove(handle)
+                    taken = handles[choice]
+                    ready.remove(taken)
                     for earlier in handles[:choice]:
                         earlier._il_budget -= 1
-                self._decisions += (step + 1, READY, choice, chosen)
+                actor = taken._il_actor
+                if actor < 0:
+                    actor = _actor_of(taken)
+                self._decisions += (step + 1, READY, choice, actor)
+                handle = taken
             else:
                 # Postpone everything that is ready until the next timer has fired and the
                 # work it wakes has run: the ready tasks' awaits took that long.
@@ -932,6 +946,14 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
             consult_at = self._slice_at
         self._consult_at = consult_at
         return handle
+
+    def _forget_ranks(self) -> None:
+        """The chooser was asked, and may have changed ranks: waiting entries forget theirs."""
+        entry: Any
+        for entry in self._ready:
+            entry._il_rank = None
+        for entry in self._parked:
+            entry._il_rank = None
 
     def _pending_timer(self) -> _Timer | None:
         scheduled = self._scheduled

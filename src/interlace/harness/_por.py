@@ -305,6 +305,7 @@ class _Replay:
         phantom._il_cause = entry.cause
         phantom._il_budget = entry.budget
         phantom._il_actor = entry.actor
+        phantom._il_rank = None
         phantom._il_index = index
         phantom._il_replay = self
         self.phantoms[index] = phantom
@@ -318,6 +319,7 @@ class _Replay:
         loop._timer_seq += 1
         timer._il_seq = loop._timer_seq
         timer._il_budget = 0
+        timer._il_rank = None
         timer._il_index = index
         timer._il_replay = self
         heapq.heappush(loop._scheduled, timer)
