@@ -781,9 +781,23 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
             skipped = 0
             movable = True
             ids: list[int] | None = None
-            rank = chooser.rank
             ranked = False
-            if rank is not None and step + 1 < chooser.ranked_until:
+            if not chooser.reads_actors:
+                for entry in ready:
+                    budget = entry._il_budget
+                    if budget > 0:
+                        count += 1
+                        if count == window:
+                            break
+                    elif budget == 0:
+                        count += 1
+                        movable = False
+                        break
+                    else:
+                        skipped += 1
+                else:
+                    movable = count > 0
+            elif (rank := chooser.rank) is not None and step + 1 < chooser.ranked_until:
                 ranked = True
                 # PCT between change points: the highest-ranked option, the first of equals,
                 # found in the scan itself. Options are ranked in order and only if there is
@@ -820,7 +834,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
                                 break
                         else:
                             skipped += 1
-            elif chooser.reads_actors:
+            else:
                 # The same scan, also collecting every option's actor.
                 ids = []
                 append = ids.append
@@ -835,21 +849,6 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
                             break
                         if count == window:
                             break
-                    else:
-                        skipped += 1
-                else:
-                    movable = count > 0
-            else:
-                for entry in ready:
-                    budget = entry._il_budget
-                    if budget > 0:
-                        count += 1
-                        if count == window:
-                            break
-                    elif budget == 0:
-                        count += 1
-                        movable = False
-                        break
                     else:
                         skipped += 1
                 else:
@@ -886,7 +885,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
                     choice = int(uniform() * (count + can_advance))
                 elif ids is not None:
                     choice = chooser.choose(step + 1, ids, can_advance)
-                    if rank is not None:
+                    if chooser.rank is not None:
                         self._forget_ranks()
                 elif chooser.counts_only:
                     points = chooser.stock_points
