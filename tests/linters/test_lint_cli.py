@@ -156,6 +156,39 @@ def test_exclude_from_config_and_force_exclude(
     assert lint_main(["--no-cache", "--force-exclude", "gen/a.py"]) == 0
 
 
+LAZY = (
+    "class A:\n    async def get(self):\n        if self._c is None:\n"
+    "            self._c = await f()\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("config", "flags", "codes"),
+    [
+        pytest.param("", [], [], id="default"),
+        pytest.param("", ["--select", "IL"], [], id="select-IL"),
+        pytest.param("", ["--select", "IL1"], [], id="select-IL1"),
+        pytest.param("", ["--select", "ALL"], [], id="select-ALL"),
+        pytest.param("", ["--select", "IL10"], [], id="select-IL10"),
+        pytest.param("", ["--extend-select", "IL104"], ["IL104"], id="extend-select-IL104"),
+        pytest.param("", ["--select", "IL104"], ["IL104"], id="select-IL104"),
+        pytest.param('extend-select = ["IL104"]', [], ["IL104"], id="config-extend-select"),
+        pytest.param('extend-select = ["IL104"]', ["--ignore", "IL104"], [], id="ignore-IL104"),
+    ],
+)
+def test_il104_runs_only_when_named_in_full(
+    project: Path,
+    capsys: pytest.CaptureFixture[str],
+    config: str,
+    flags: list[str],
+    codes: list[str],
+) -> None:
+    put(project, "pyproject.toml", f"[tool.interlace.lint]\n{config}\n")
+    put(project, "a.py", LAZY)
+    assert lint_main(["--no-cache", "--format", "json", *flags]) == (1 if codes else 0)
+    assert [item["code"] for item in json.loads(capsys.readouterr().out)] == codes
+
+
 def test_explain_prints_every_documentation_section(capsys: pytest.CaptureFixture[str]) -> None:
     assert lint_main(["--explain", "il201"]) == 0
     out = capsys.readouterr().out

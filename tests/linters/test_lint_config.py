@@ -164,3 +164,25 @@ def test_the_most_specific_selector_wins_and_ignore_wins_ties(
     select: list[str], extend: list[str], ignore: list[str], expected: tuple[str, ...]
 ) -> None:
     assert selected_codes(CODES, select=select, extend_select=extend, ignore=ignore) == expected
+
+
+@pytest.mark.parametrize(
+    ("select", "extend", "ignore", "expected"),
+    [
+        (["IL"], [], [], ("IL101", "IL102")),
+        (["IL1"], [], [], ("IL101", "IL102")),
+        (["IL10"], [], [], ("IL101", "IL102")),
+        (["IL"], ["IL104"], [], ("IL101", "IL102", "IL104")),
+        (["IL104"], [], [], ("IL104",)),
+        (["IL"], ["IL104"], ["IL1"], ("IL104",)),
+        (["IL"], ["IL104"], ["IL104"], ("IL101", "IL102")),
+    ],
+)
+def test_an_opt_in_code_is_selected_only_by_its_full_code(
+    select: list[str], extend: list[str], ignore: list[str], expected: tuple[str, ...]
+) -> None:
+    codes = ("IL101", "IL102", "IL104")
+    assert (
+        selected_codes(codes, select=select, extend_select=extend, ignore=ignore, opt_in={"IL104"})
+        == expected
+    )

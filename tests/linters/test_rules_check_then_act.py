@@ -10,10 +10,15 @@ import pytest
 from interlace.linters._rule import LintContext, Report, Rule
 from interlace.linters.rules.check_then_act import (
     FlagCheckThenActAcrossAwait,
+    FlagLazyInitAcrossAwait,
     FlagUnlockedCheckThenAct,
 )
 
-RULES: tuple[type[Rule], ...] = (FlagCheckThenActAcrossAwait, FlagUnlockedCheckThenAct)
+RULES: tuple[type[Rule], ...] = (
+    FlagCheckThenActAcrossAwait,
+    FlagLazyInitAcrossAwait,
+    FlagUnlockedCheckThenAct,
+)
 
 
 def lint(rule: type[Rule], source: str, context: LintContext | None = None) -> list[Report]:
@@ -53,6 +58,24 @@ def test_il101_reports_the_write_with_the_check_and_suspension_as_related() -> N
         FlagCheckThenActAcrossAwait,
         """
         class A:
+            async def get(self, k):
+                if k not in self._c:
+                    self._c[k] = await connect()
+        """,
+    )
+    assert code(found.node) == "self._c[k]"
+    assert [(code(r.node), r.message) for r in found.related] == [
+        ("self._c", "`self._c` is checked here"),
+        ("await connect()", "the task can be suspended here"),
+    ]
+    assert found.message.startswith("`self._c` is written after a suspension point")
+
+
+def test_il104_reports_the_write_with_the_check_and_suspension_as_related() -> None:
+    (found,) = lint(
+        FlagLazyInitAcrossAwait,
+        """
+        class A:
             async def get(self):
                 if self._c is None:
                     self._c = await connect()
@@ -63,11 +86,12 @@ def test_il101_reports_the_write_with_the_check_and_suspension_as_related() -> N
         ("self._c", "`self._c` is checked here"),
         ("await connect()", "the task can be suspended here"),
     ]
-    assert found.message.startswith("`self._c` is written after a suspension point")
+    assert found.message.startswith("`self._c` is created or set up after a suspension point")
 
 
-def test_il101_message_has_the_three_part_shape() -> None:
-    message = FlagCheckThenActAcrossAwait.message.format(state="self.x")
+@pytest.mark.parametrize("rule", [FlagCheckThenActAcrossAwait, FlagLazyInitAcrossAwait])
+def test_il101_and_il104_messages_have_the_three_part_shape(rule: type[Rule]) -> None:
+    message = rule.message.format(state="self.x")
     assert message.count(". ") >= 2
     assert message.endswith(".")
 
@@ -166,18 +190,6 @@ def test_il101_stays_silent_on(source: str) -> None:
             """
             class A:
                 async def f(self):
-                    if self._task is None:
-                        for _ in range(3):
-                            self._task = 1
-                            await g()
-            """,
-            "self._task",
-            id="second-loop-iteration-after-the-await",
-        ),
-        pytest.param(
-            """
-            class A:
-                async def f(self):
                     if self._ready:
                         async for chunk in self.stream():
                             pass
@@ -243,6 +255,141 @@ def test_il101_reports(source: str, write: str) -> None:
     assert reported(FlagCheckThenActAcrossAwait, source) == [write]
 
 
+def test_il104_reports_the_second_loop_iteration_after_the_await() -> None:
+    source = """
+        class A:
+            async def f(self):
+                if self._task is None:
+                    for _ in range(3):
+                        self._task = 1
+                        await g()
+        """
+    assert reported(FlagLazyInitAcrossAwait, source) == ["self._task"]
+
+
+@pytest.mark.parametrize(
+    ("source", "code_of_finding"),
+    [
+        pytest.param(
+            """
+            class A:
+                async def f(self):
+                    if self._c is None:
+                        self._c = await connect()
+            """,
+            "IL104",
+            id="one-attribute-created",
+        ),
+        pytest.param(
+            """
+            class A:
+                async def f(self):
+                    if self._ready:
+                        return
+                    await self.setup()
+                    self._ready = True
+            """,
+            "IL104",
+            id="flag-set-after-setup-guard-clause",
+        ),
+        pytest.param(
+            """
+            class A:
+                async def f(self):
+                    if self._c is None or self._d is None:
+                        self._c = await connect()
+            """,
+            "IL101",
+            id="two-attributes-checked",
+        ),
+        pytest.param(
+            """
+            class A:
+                async def f(self):
+                    if self._c is not None:
+                        self._c = await reconnect()
+            """,
+            "IL101",
+            id="existing-object-replaced",
+        ),
+        pytest.param(
+            """
+            class A:
+                async def f(self):
+                    if not self._c:
+                        self._c = await fetch()
+                def take(self):
+                    return self._c.pop()
+            """,
+            "IL101",
+            id="container-mutated-in-place-elsewhere",
+        ),
+        pytest.param(
+            """
+            class A:
+                async def f(self):
+                    if not self._started:
+                        await self.connect()
+                        self._handlers.append(self.on_event)
+                        self._started = True
+            """,
+            "IL101",
+            id="body-mutates-other-state",
+        ),
+        pytest.param(
+            """
+            class A:
+                async def f(self):
+                    if self.mode != "ready":
+                        return
+                    if self._c is None:
+                        await g()
+                        self.mode = "busy"
+                        self._c = await connect()
+            """,
+            "IL101 IL101",
+            id="body-writes-other-checked-state",
+        ),
+        pytest.param(
+            """
+            class A:
+                async def f(self):
+                    if not self._n:
+                        await g()
+                        self._n += 1
+            """,
+            "IL101",
+            id="augmented-assignment",
+        ),
+        pytest.param(
+            """
+            class A:
+                async def f(self, k):
+                    if k not in self._c:
+                        self._c[k] = await connect()
+            """,
+            "IL101",
+            id="registry-entry-created",
+        ),
+        pytest.param(
+            """
+            _client = None
+            async def f():
+                global _client
+                if _client is None:
+                    _client = await connect()
+            """,
+            "IL101",
+            id="module-global",
+        ),
+    ],
+)
+def test_il101_and_il104_split_the_findings_by_shape(source: str, code_of_finding: str) -> None:
+    rules = (FlagCheckThenActAcrossAwait, FlagLazyInitAcrossAwait)
+    found = [r.code for rule in rules for r in lint(rule, source)]
+    assert found == code_of_finding.split()
+
+
 @pytest.mark.parametrize(
     "write",
     ["self._ws = None", "self._ws = False", "self._open.discard(self._ws)"],
@@ -268,16 +415,20 @@ def test_il101_ignores_state_of_parameters() -> None:
     assert lint(FlagCheckThenActAcrossAwait, source) == []
 
 
-def test_il101_reports_one_finding_per_check() -> None:
-    source = """
+@pytest.mark.parametrize(
+    ("rule", "test"),
+    [(FlagCheckThenActAcrossAwait, "self.x != 0"), (FlagLazyInitAcrossAwait, "self.x is None")],
+)
+def test_il101_and_il104_report_one_finding_per_check(rule: type[Rule], test: str) -> None:
+    source = f"""
         class A:
             async def f(self):
-                if self.x is None:
+                if {test}:
                     await g()
                     self.x = 1
                     self.x = 2
         """
-    assert reported(FlagCheckThenActAcrossAwait, source) == ["self.x"]
+    assert reported(rule, source) == ["self.x"]
 
 
 def test_il102_uses_shared_classes_from_configuration() -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -23,6 +23,7 @@ __all__ = (
     "LintConfig",
     "find_config",
     "load_config",
+    "opt_in_codes",
     "parse_target_version",
     "selected_codes",
 )
@@ -299,12 +300,24 @@ def selected_codes(
     select: Sequence[str],
     extend_select: Sequence[str] = (),
     ignore: Sequence[str] = (),
+    opt_in: Collection[str] = (),
 ) -> tuple[str, ...]:
     """Return the codes enabled by the selectors, as in ruff: the most specific prefix wins, and
-    an ``ignore`` wins a tie with a ``select``."""
+    an ``ignore`` wins a tie with a ``select``. A code in ``opt_in`` is enabled only by a
+    selector that names it in full (ruff's ``explicit-preview-rules``): ``IL``, ``IL1`` and
+    ``ALL`` do not reach it; ``ignore`` applies to it as to any code."""
     chosen = [*select, *extend_select]
-    return tuple(
-        code
-        for code in sorted(codes)
-        if (best := _longest(code, chosen)) >= 0 and best > _longest(code, ignore)
-    )
+    enabled = []
+    for code in sorted(codes):
+        named = [p for p in chosen if p == code] if code in opt_in else chosen
+        best = _longest(code, named)
+        if best >= 0 and best > _longest(code, ignore):
+            enabled.append(code)
+    return tuple(enabled)
+
+
+def opt_in_codes() -> frozenset[str]:
+    """Return the codes of the registered opt-in rules (see :attr:`Rule.opt_in`)."""
+    from interlace.linters.rules import all_rules
+
+    return frozenset(rule.code for rule in all_rules() if rule.opt_in)

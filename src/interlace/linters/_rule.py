@@ -85,6 +85,10 @@ class Rule(cst.BatchableCSTVisitor):
     """Docs: the corrected program, which the rule does not flag."""
     suppress: ClassVar[str]
     """Docs: when a ``# noqa: <code>`` is the right answer."""
+    opt_in: ClassVar[bool] = False
+    """An opt-in rule runs only when a selector names its full code (``--extend-select IL104``);
+    ``IL``, ``IL1`` and ``ALL`` leave it off (ruff's ``explicit-preview-rules``). For rules whose
+    findings are real only some of the time, where syntax cannot tell which."""
     VALID: ClassVar[Sequence[str]] = ()
     INVALID: ClassVar[Sequence[str]] = ()
     TRIGGERS: ClassVar[Sequence[str]] = ("async", "await", "thread", "lock", "executor", "future")

@@ -15,7 +15,13 @@ from pathlib import Path
 import pathspec
 
 from interlace.linters._cache import ResultCache, content_key
-from interlace.linters._config import LintConfig, find_config, load_config, selected_codes
+from interlace.linters._config import (
+    LintConfig,
+    find_config,
+    load_config,
+    opt_in_codes,
+    selected_codes,
+)
 from interlace.linters._engine import FileError, FileResult, Finding, lint_source
 from interlace.linters._files import collect_files, matches
 from interlace.linters._rule import LintContext
@@ -154,6 +160,7 @@ def lint_paths(
         select=config.select,
         extend_select=config.extend_select,
         ignore=config.ignore,
+        opt_in=opt_in_codes(),
     )
     per_file = [
         (pathspec.GitIgnoreSpec.from_lines([glob]), codes)

@@ -2,6 +2,8 @@
 
 Registered as the ``flake8.extension`` entry point ``IL``. flake8 applies its own
 ``--select``/``--ignore``/``# noqa`` to the codes; files that do not parse are flake8's E999.
+An opt-in rule (IL104) runs only when ``--select`` or ``--extend-select`` names its full code,
+as with ``interlace lint``.
 A rule that crashes is reported as ``IL000`` on line 1 instead of aborting flake8.
 """
 
@@ -16,7 +18,7 @@ from typing import Any, ClassVar
 from interlace.errors import ConfigError
 from interlace.linters._config import INSTANCE_PRIMITIVES, parse_target_version
 from interlace.linters._engine import lint_source
-from interlace.linters._rule import LintContext
+from interlace.linters._rule import LintContext, Rule
 from interlace.linters.rules import all_rules
 
 __all__ = ("Flake8Plugin",)
@@ -30,6 +32,7 @@ class Flake8Plugin:
     target_version: ClassVar[tuple[int, int]] = (3, 11)
     shared_classes: ClassVar[frozenset[str]] = frozenset()
     instance_primitives: ClassVar[str] = "evidence"
+    rules: ClassVar[tuple[type[Rule], ...]] = tuple(r for r in all_rules() if not r.opt_in)
 
     def __init__(self, tree: ast.AST, filename: str, lines: Sequence[str]) -> None:
         self.filename = filename
@@ -76,6 +79,12 @@ class Flake8Plugin:
             raise SystemExit(2) from None
         cls.shared_classes = frozenset(n for n in options.interlace_shared_classes if n)
         cls.instance_primitives = options.interlace_instance_primitives
+        named = {
+            code.strip().upper()
+            for codes in (getattr(options, "select", None), getattr(options, "extend_select", None))
+            for code in codes or ()
+        }
+        cls.rules = tuple(r for r in all_rules() if not r.opt_in or r.code in named)
 
     def run(self) -> Iterator[tuple[int, int, str, type[Flake8Plugin]]]:
         """Lint the file and yield flake8 results (columns are 0-based in flake8)."""
@@ -86,7 +95,7 @@ class Flake8Plugin:
             instance_primitives=self.instance_primitives,
         )
         result = lint_source(
-            "".join(self.lines), all_rules(), filename=self.filename, context=context
+            "".join(self.lines), self.rules, filename=self.filename, context=context
         )
         for finding in result.findings:
             yield finding.row, finding.column - 1, f"{finding.code} {finding.message}", type(self)

@@ -1,8 +1,12 @@
 """IL101 eval: check-then-act across a suspension point in async code.
 
-Every expected finding carries a trailing ``# error: IL101`` on the line of the write.
+Every expected finding carries a trailing ``# error: IL101`` on the line of the write, or
+``# error: IL104`` where the finding is lazy initialisation of one attribute (the opt-in
+IL104 takes those from IL101; the lock, re-check and driver logic is the same for both).
 Negatives are named in a comment starting with ``# ok:``.
 """
+
+# select: IL101, IL104
 
 import asyncio
 from enum import Enum
@@ -52,7 +56,7 @@ class BaseAgent:
 
     async def client(self):
         if self._client is None:
-            self._client = await connect("https://api")  # error: IL101
+            self._client = await connect("https://api")  # error: IL104
         return self._client
 
     # ok: the lock is held across the check and the write.
@@ -74,7 +78,7 @@ class BaseAgent:
     async def client_no_recheck(self):
         if self._client is None:
             async with self._lock:
-                self._client = await connect("https://api")  # error: IL101
+                self._client = await connect("https://api")  # error: IL104
         return self._client
 
     async def cached(self, key):
@@ -167,7 +171,7 @@ class BaseAgent:
             if not await self._acquire_within(self._lock, 5):
                 return None
             try:
-                self._client = await connect("https://api")  # error: IL101
+                self._client = await connect("https://api")  # error: IL104
             finally:
                 self._lock.release()
         return self._client
@@ -264,7 +268,7 @@ class Connection:
     async def ensure(self):
         if self._ws is None:
             ws = await self.open()
-            self._ws = ws  # error: IL101
+            self._ws = ws  # error: IL104
         return self._ws
 
 
@@ -330,7 +334,7 @@ class EventSink:
 
     async def _refresh_token(self):
         if self._token is None:
-            self._token = await self.fetch_token()  # error: IL101
+            self._token = await self.fetch_token()  # error: IL104
 
     async def ensure_session(self):
         async with self._lock:
@@ -339,7 +343,7 @@ class EventSink:
     # A public method: callers in other modules need not hold the lock.
     async def connect_session(self):
         if self._session is None:
-            self._session = await self.open()  # error: IL101
+            self._session = await self.open()  # error: IL104
 
     # ok: a reset to zero is idempotent, like a reset to None.
     async def next_turn(self, limit):
@@ -378,7 +382,7 @@ class WebsocketModel:
 
     async def _ensure_other(self):
         if self._other is None:
-            self._other = await self.open()  # error: IL101
+            self._other = await self.open()  # error: IL104
         return self._other
 
 
@@ -439,7 +443,7 @@ class WorkerPool:
     async def _work(self):
         while True:
             if self._current is None:
-                self._current = await connect("https://api")  # error: IL101
+                self._current = await connect("https://api")  # error: IL104
 
     def start(self):
         asyncio.create_task(self._sweep())
@@ -447,7 +451,7 @@ class WorkerPool:
     # The task's handle is kept nowhere, so `start()` may start any number of them.
     async def _sweep(self):
         if self._swept is None:
-            self._swept = await connect("https://sweep")  # error: IL101
+            self._swept = await connect("https://sweep")  # error: IL104
 
 
 class LiveStream:
@@ -524,7 +528,7 @@ class RevalidatedResult:
             return self._output
         async for _ in self:
             pass
-        self._output = await self.validate()  # error: IL101
+        self._output = await self.validate()  # error: IL104
         return self._output
 
     # Not a consumer: any task can call it while `get_output` is suspended.
@@ -560,7 +564,7 @@ class SkillCatalog:
     # Built in a comprehension, but each element is awaited: the elements may be resources.
     async def clients(self, urls):
         if self._clients is None:
-            self._clients = [await connect(url) for url in urls]  # error: IL101
+            self._clients = [await connect(url) for url in urls]  # error: IL104
         return self._clients
 
     async def history(self):
@@ -576,7 +580,7 @@ class SkillCatalog:
     async def workers(self):
         if self._workers is None:
             await self.spawn()
-            self._workers = []  # error: IL101
+            self._workers = []  # error: IL104
         return self._workers
 
     async def fetch_tools(self):

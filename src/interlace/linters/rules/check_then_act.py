@@ -47,7 +47,12 @@ from interlace.linters.rules._flow import (
 )
 from interlace.linters.rules._locking import LockScope, released_by_finally
 
-__all__ = ("CheckThenActFlow", "FlagCheckThenActAcrossAwait", "FlagUnlockedCheckThenAct")
+__all__ = (
+    "CheckThenActFlow",
+    "FlagCheckThenActAcrossAwait",
+    "FlagLazyInitAcrossAwait",
+    "FlagUnlockedCheckThenAct",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +71,10 @@ class _Check:
             check guards goes on to do something non-idempotent.
         reread: lock acquisitions, taken after the check, under which the state was read
             again (IL102).
+        mixed: since the check, the guarded code wrote shared state other than by assigning
+            a whole unchecked attribute (``self._x = ...``): it mutated a container, wrote a
+            subscript, or wrote state another check reads (IL101/IL104, see
+            :meth:`_Scopes.lazy`).
     """
 
     node: cst.CSTNode
@@ -76,6 +85,7 @@ class _Check:
     effect: cst.CSTNode | None = None
     pending: Finding | None = None
     reread: frozenset[int] = frozenset()
+    mixed: bool = False
 
 
 @dataclass(slots=True)
@@ -111,8 +121,14 @@ def _merge(*states: _State | None) -> _State | None:
         for key, check in state.items():
             known = out.get(key)
             if known is None or (known.suspension is None and check.suspension is not None):
-                out[key] = check
+                out[key] = check if known is None or not known.mixed else _mixed(check)
+            elif check.mixed and not known.mixed:
+                out[key] = _mixed(known)
     return out
+
+
+def _mixed(check: _Check) -> _Check:
+    return check if check.mixed else replace(check, mixed=True)
 
 
 def _suspended(state: _State, node: cst.CSTNode) -> _State:
@@ -398,6 +414,17 @@ def _adds_to(node: cst.CSTNode) -> bool:
     )
 
 
+def _whole_attribute(node: cst.CSTNode, value: cst.BaseExpression | None) -> bool:
+    """Say whether a write assigns a value to a whole attribute of the object (``self._x =
+    ...``), rather than mutating, subscripting, deleting or augmenting."""
+    return (
+        value is not None
+        and isinstance(node, cst.Attribute)
+        and isinstance(node.value, cst.Name)
+        and node.value.value in ("self", "cls")
+    )
+
+
 def _always_true(test: cst.BaseExpression) -> bool:
     if isinstance(test, cst.Name):
         return test.value == "True"
@@ -481,6 +508,12 @@ class CheckThenActFlow:
         value: cst.BaseExpression | None = None,
     ) -> None:
         benign = self.threaded and _idempotent(node, value)
+        if not self.threaded and state and (key in state or not _whole_attribute(node, value)):
+            # Setup code assigns whole attributes; anything else makes the code the other
+            # checks guard more than creating or setting up one thing.
+            for other, known in list(state.items()):
+                if other != key and not known.mixed:
+                    state[other] = _mixed(known)
         check = state.pop(key, None)
         if check is not None:
             self._act(state, key, node, value, replace(check, pending=None), benign=benign)
@@ -745,6 +778,8 @@ class CheckThenActFlow:
                     old = replace(old, suspension=new.suspension)
                 if new is not None and old.effect is None and new.effect is not None:
                     old = replace(old, effect=new.effect)
+                if new is not None and new.mixed:
+                    old = _mixed(old)
                 out[key] = old
         return out
 
@@ -975,6 +1010,28 @@ class _Scopes:
         drivers = self.drivers(facts)
         return drivers is not None and _state_root(finding.state) not in drivers.in_place
 
+    def lazy(self, facts: FunctionFacts, finding: Finding) -> bool:
+        """Say whether the finding is lazy initialisation (IL104 rather than IL101): the check
+        is one test that ``self._x`` is missing (``self._x is None``, ``not self._x``; or, as a
+        guard clause that returns, ``self._x is not None``, ``self._x``), the write assigns a
+        value to that whole attribute, the code between them assigned no other checked state
+        and mutated nothing in place (:attr:`_Check.mixed`), and no method mutates ``self._x``
+        in place (so ``not self._x`` tests for a handle or flag, not an empty container)."""
+        check = finding.check
+        write = finding.write
+        if (
+            not isinstance(check.test, cst.BaseExpression)
+            or check.positive is not False
+            or check.mixed
+            or not _whole_attribute(write, finding.value)
+        ):
+            return False
+        exists, single = _existence(check.test)
+        if not single or id(check.node) not in exists:
+            return False
+        drivers = self.drivers(facts)
+        return drivers is not None and _state_root(finding.state) not in drivers.in_place
+
     def guarded(self) -> frozenset[str]:
         """Module state touched under a lock anywhere in the module."""
         out: set[str] = set()
@@ -1007,8 +1064,9 @@ class FlagCheckThenActAcrossAwait(FactsCollector, Rule):
         "Single-threaded asyncio makes the code between two suspension points atomic, and "
         "nothing more. When a coroutine tests shared state (`if self._client is None`, "
         "`if key not in self._cache`, `if self.state != IDLE`) and then awaits before it acts "
-        "on the result, every other task may run in between: two callers both see the client "
-        "missing and both create one (one leaks), two `run()` calls both pass the idle check. "
+        "on the result, every other task may run in between: two `run()` calls both pass the "
+        "idle check, two callers both miss a registry entry and both create it, a batch "
+        "gathered and then cleared drops what arrived during the gather. "
         "Without a suspension point between the check and the write there is no race in "
         "asyncio, and the rule stays silent. A lock counts as held across a `try` whose "
         "`finally` releases it, however it was taken (a helper that acquires with a timeout), "
@@ -1022,22 +1080,29 @@ class FlagCheckThenActAcrossAwait(FactsCollector, Rule):
         "function's own data, with no await or call in it but pure builtins and reads, and "
         "never mutated in place), where a second task that also missed the memo only "
         "duplicates work. A value that comes from an `await` or a call may be a resource "
-        "(a client, a connection), and a second copy leaks, so those stay reported."
+        "(a client, a connection), and a second copy leaks, so those stay reported. Lazy "
+        "initialisation of one attribute (`if self._client is None: self._client = await "
+        "connect()`, `if not self._ready: await setup(); self._ready = True`) is reported as "
+        "IL104 instead, an opt-in rule: its duplicate is harmless unless what it creates owns "
+        "an external resource, which the syntax does not show."
     )
     bad_example: ClassVar[str] = (
-        "class Pool:\n"
-        "    async def client(self):\n"
-        "        if self._client is None:\n"
-        "            self._client = await connect()\n"
-        "        return self._client\n"
+        "class Agent:\n"
+        "    async def run(self, task):\n"
+        "        if self.state != 'idle':\n"
+        "            raise RuntimeError('busy')\n"
+        "        await self.load_tools()\n"
+        "        self.state = 'running'\n"
+        "        return await self.step(task)\n"
     )
     good_example: ClassVar[str] = (
-        "class Pool:\n"
-        "    async def client(self):\n"
-        "        async with self._lock:\n"
-        "            if self._client is None:\n"
-        "                self._client = await connect()\n"
-        "        return self._client\n"
+        "class Agent:\n"
+        "    async def run(self, task):\n"
+        "        if self.state != 'idle':\n"
+        "            raise RuntimeError('busy')\n"
+        "        self.state = 'running'\n"
+        "        await self.load_tools()\n"
+        "        return await self.step(task)\n"
     )
     suppress: ClassVar[str] = (
         "When only one task can ever run the function at a time (it is called from one "
@@ -1045,6 +1110,8 @@ class FlagCheckThenActAcrossAwait(FactsCollector, Rule):
         "in a comment next to the `# noqa: IL101`."
     )
     TRIGGERS: ClassVar[Sequence[str]] = ("await", "async with", "async for")
+    lazy_init: ClassVar[bool] = False
+    """Which findings this rule reports: lazy initialisation (IL104) or all others (IL101)."""
     VALID: ClassVar[Sequence[str]] = (
         # No suspension point between the check and the write.
         "class A:\n"
@@ -1111,11 +1178,13 @@ class FlagCheckThenActAcrossAwait(FactsCollector, Rule):
         "        return self._names\n",
     )
     INVALID: ClassVar[Sequence[str]] = (
+        # More than setup under the flag: a second start registers the listener twice.
         "class A:\n"
-        "    async def get(self):\n"
-        "        if self._c is None:\n"
-        "            self._c = await connect()\n"
-        "        return self._c\n",
+        "    async def start(self):\n"
+        "        if not self._started:\n"
+        "            await self.connect()\n"
+        "            self._listeners.append(self.on_event)\n"
+        "            self._started = True\n",
         "class A:\n"
         "    async def run(self):\n"
         "        if self.state != 'idle':\n"
@@ -1174,11 +1243,130 @@ class FlagCheckThenActAcrossAwait(FactsCollector, Rule):
                     # Only the task that is suspended writes the state, or the write
                     # replaces a memo of plain data: no other task's work is lost.
                     continue
+                if self._scopes.lazy(facts, finding) is not self.lazy_init:
+                    continue
                 self.report(
                     finding.write,
                     self.message.format(state=finding.state),
                     related=_related(finding, "the task can be suspended here"),
                 )
+
+
+class FlagLazyInitAcrossAwait(FlagCheckThenActAcrossAwait):
+    """IL104 (opt-in): lazy initialisation of one attribute across a suspension point."""
+
+    code: ClassVar[str] = "IL104"
+    name: ClassVar[str] = "lazy-init-across-await"
+    opt_in: ClassVar[bool] = True
+    lazy_init: ClassVar[bool] = True
+    summary: ClassVar[str] = (
+        "In `async def`, an attribute found missing (`is None`, falsy) is created or set up "
+        "after a suspension point with no lock held across both (opt-in: select `IL104` by "
+        "its full code)."
+    )
+    message: ClassVar[str] = (
+        "`{state}` is created or set up after a suspension point that follows the check that "
+        "found it missing, with no lock held across both. Two tasks that both find it missing "
+        "both create it: the second replaces the first, which leaks if it owns an external "
+        "resource (a process, a browser, a billed sandbox). If it does, hold one "
+        "`asyncio.Lock` across the check and the write, or share one creating task."
+    )
+    why: ClassVar[str] = (
+        "This is IL101's check-then-act in its most common shape, lazy initialisation: one "
+        "test that one attribute is missing (`self._x is None`, `not self._x`, or the guard "
+        "clause `if self._x is not None: return self._x`), then, after an `await`, an "
+        "assignment of that whole attribute, with nothing but setup between them (no other "
+        "checked state written, nothing mutated in place) and no method that mutates the "
+        "attribute in place (so the test is for a handle or a flag, not an empty container). "
+        "Two tasks that both find it missing both run the setup. Whether that matters depends "
+        "on what the awaited code does, which the syntax does not show: a second client "
+        "object, a cached name or an idempotent `CREATE ... IF NOT EXISTS` is harmless, a "
+        "second browser process or cloud sandbox is leaked, and setup that writes several "
+        "attributes can interleave into a mixed state. On agent frameworks most of these "
+        "findings were the harmless kind (docs/lint-precision.md), so the rule is opt-in, "
+        "as ruff keeps rules of that kind out of its defaults and ESLint dropped "
+        "`require-atomic-updates` from its recommended set: `IL`, `IL1` and `ALL` do not "
+        "select it; name it in full (`--extend-select IL104`, or `extend-select = "
+        '["IL104"]`). Everything else IL101 reports (state-machine guards, counters and '
+        "caps, registry get-or-create, gather-then-clear) stays IL101. The same exemptions "
+        "apply: a lock held across both, a re-check after the last `await`, code only one "
+        "task runs, memos of plain data."
+    )
+    bad_example: ClassVar[str] = (
+        "class Browser:\n"
+        "    async def page(self):\n"
+        "        if self._driver is None:\n"
+        "            self._driver = await launch_browser()\n"
+        "        return await self._driver.new_page()\n"
+    )
+    good_example: ClassVar[str] = (
+        "class Browser:\n"
+        "    async def page(self):\n"
+        "        async with self._lock:\n"
+        "            if self._driver is None:\n"
+        "                self._driver = await launch_browser()\n"
+        "        return await self._driver.new_page()\n"
+    )
+    suppress: ClassVar[str] = (
+        "When a duplicate is harmless (the created object holds no external resource and is "
+        "simply dropped, or the setup is idempotent) or only one task can reach the code; say "
+        "which in a comment next to the `# noqa: IL104`."
+    )
+    VALID: ClassVar[Sequence[str]] = (
+        # One lock held across both.
+        "class A:\n"
+        "    async def get(self):\n"
+        "        async with self._lock:\n"
+        "            if self._c is None:\n"
+        "                self._c = await connect()\n"
+        "        return self._c\n",
+        # Double-checked: re-checked under the lock after the suspension point.
+        "class A:\n"
+        "    async def get(self):\n"
+        "        if self._c is None:\n"
+        "            async with self._lock:\n"
+        "                if self._c is None:\n"
+        "                    self._c = await connect()\n"
+        "        return self._c\n",
+        # No suspension point between the check and the write.
+        "class A:\n"
+        "    async def get(self):\n"
+        "        if self._c is None:\n"
+        "            self._c = Client()\n"
+        "        return await self._c.ready()\n",
+        # A registry get-or-create is IL101's, not lazy initialisation of one attribute.
+        "class A:\n"
+        "    async def get(self, k):\n"
+        "        if k not in self._d:\n"
+        "            self._d[k] = await connect()\n"
+        "        return self._d[k]\n",
+        # An empty buffer refilled: the attribute is mutated in place, so IL101's.
+        "class A:\n"
+        "    async def next(self):\n"
+        "        if not self._buf:\n"
+        "            self._buf = await self.fetch()\n"
+        "        return self._buf.pop()\n",
+    )
+    INVALID: ClassVar[Sequence[str]] = (
+        "class A:\n"
+        "    async def get(self):\n"
+        "        if self._c is None:\n"
+        "            self._c = await connect()\n"
+        "        return self._c\n",
+        "class A:\n"
+        "    async def ensure(self):\n"
+        "        if self._ready:\n"
+        "            return\n"
+        "        await self.create_tables()\n"
+        "        self._ready = True\n",
+        "class A:\n"
+        "    async def session(self):\n"
+        "        if not self._session:\n"
+        "            client = await connect()\n"
+        "            self._client = client\n"
+        "            self._session = await client.open()\n"
+        "        return self._session\n",
+    )
 
 
 _THREAD_APIS = {
