@@ -295,6 +295,38 @@ def test_il104_reports_the_second_loop_iteration_after_the_await() -> None:
         pytest.param(
             """
             class A:
+                async def f(self, enabled):
+                    if self._c is None and enabled:
+                        self._c = await connect()
+            """,
+            "IL104",
+            id="missing-and-a-parameter",
+        ),
+        pytest.param(
+            """
+            class A:
+                async def f(self, items):
+                    if self._registered or not items:
+                        return
+                    await self.register(items)
+                    self._registered = True
+            """,
+            "IL104",
+            id="guard-clause-or-a-parameter",
+        ),
+        pytest.param(
+            """
+            class A:
+                async def f(self, enabled):
+                    if self._c is None or enabled:
+                        self._c = await connect()
+            """,
+            "IL101",
+            id="missing-or-a-parameter",
+        ),
+        pytest.param(
+            """
+            class A:
                 async def f(self):
                     if self._c is None or self._d is None:
                         self._c = await connect()

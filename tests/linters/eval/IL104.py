@@ -36,6 +36,7 @@ class Toolkit:
         self.state = IDLE
         self.session_id = None
         self._buffer = []
+        self._commands_registered = False
 
     # Two first tool calls both launch a browser; the first is never closed.
     async def browser(self):
@@ -53,6 +54,18 @@ class Toolkit:
             return
         await self.execute("CREATE TABLE IF NOT EXISTS runs (id text)")
         self._tables_ready = True  # error: IL104
+
+    async def register_commands(self, commands):
+        if self._commands_registered or not commands:
+            return
+        await self.execute(f"REGISTER {commands}")
+        self._commands_registered = True  # error: IL104
+
+    # IL101 keeps a test that may pass with the attribute present (`or` a parameter).
+    async def client_or_forced(self, force):
+        if self._client is None or force:
+            self._client = await connect("https://api")  # error: IL101
+        return self._client
 
     async def session(self):
         if self._session is not None:
@@ -179,6 +192,20 @@ class Toolkit:
         if not self._tables_ready:
             await self.execute("CREATE TABLE IF NOT EXISTS runs (id text)")
             self._tables_ready = True
+
+    # ok: the lock is held across both, with the flag tested alongside a parameter.
+    async def register_locked(self, commands):
+        async with self._lock:
+            if self._commands_registered or not commands:
+                return
+            await self.execute(f"REGISTER {commands}")
+            self._commands_registered = True
+
+    # ok: a reset to False after the teardown of the registration.
+    async def unregister(self):
+        if self._commands_registered:
+            await self.execute("UNREGISTER")
+            self._commands_registered = False
 
     # ok: an async generator is driven by one consumer.
     async def pages(self):

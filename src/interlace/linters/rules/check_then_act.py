@@ -66,6 +66,7 @@ class _Check:
         test: the whole ``if``/``while`` test the check is part of.
         positive: on this path the checked object exists (``if self._x:``, ``if self._x is
             not None:``) or does not (``False``); ``None`` when the test says neither.
+        alone: the test reads no other shared state (``if self._x is None and enabled:``).
         effect: the first non-idempotent effect after the check on some path (IL102).
         pending: an idempotent write under this check (IL102), reported only if the code the
             check guards goes on to do something non-idempotent.
@@ -82,6 +83,7 @@ class _Check:
     suspension: cst.CSTNode | None = None
     test: cst.CSTNode | None = None
     positive: bool | None = None
+    alone: bool = False
     effect: cst.CSTNode | None = None
     pending: Finding | None = None
     reread: frozenset[int] = frozenset()
@@ -290,17 +292,18 @@ def _effectful(call: cst.Call) -> bool:
     return True
 
 
-def _existence(test: cst.BaseExpression) -> tuple[dict[int, bool], bool]:
-    """Find the expressions a test checks for existence, with the answer inside the code it
-    guards: ``if self._x:`` and ``if self._x is not None:`` say the object exists (``True``),
-    ``if not self._x:`` and ``if self._x is None:`` that it does not.
+def _existence(test: cst.BaseExpression, *, outcome: bool = True) -> dict[int, bool]:
+    """Find the expressions a test checks for existence, with the answer on the branch where
+    the test came out ``outcome``: in the code ``if self._x:`` or ``if self._x is not None:``
+    guards, the object exists (``True``); under ``if not self._x:`` or ``if self._x is None:``
+    it does not. ``a and b`` answers for both operands when true, ``a or b`` when false (the
+    code after ``if a or b: return``).
 
     Returns:
-        ``{id(expression): exists}``, and whether the test is one such check alone (so the
-        answer is also known, negated, on the other branch).
+        ``{id(expression): exists}`` for the expressions whose answer the outcome settles.
     """
     found: dict[int, bool] = {}
-    stack: list[tuple[cst.BaseExpression, bool]] = [(test, True)]
+    stack: list[tuple[cst.BaseExpression, bool]] = [(test, outcome)]
     while stack:
         expr, positive = stack.pop()
         if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
@@ -318,18 +321,14 @@ def _existence(test: cst.BaseExpression) -> tuple[dict[int, bool], bool]:
                     stack.append((expr.left, not positive))
         elif isinstance(expr, (cst.Name, cst.Attribute)):
             found[id(expr)] = positive
-    single = len(found) == 1 and not isinstance(test, cst.BooleanOperation)
-    return found, single
+    return found
 
 
 def _negated(state: _State, test: cst.BaseExpression) -> _State:
-    """The checks of ``test`` as seen on its other branch: the existence answer flipped when
-    the test is one existence check alone, unknown otherwise."""
-    _, single = _existence(test)
+    """The checks of ``test`` as seen on its other branch, where the test came out false."""
+    answers = _existence(test, outcome=False)
     return {
-        key: replace(check, positive=not check.positive if single else None)
-        if check.test is test and check.positive is not None
-        else check
+        key: replace(check, positive=answers.get(id(check.node))) if check.test is test else check
         for key, check in state.items()
     }
 
@@ -744,9 +743,11 @@ class CheckThenActFlow:
         keys = self._check_keys(test)
         inner = dict(state)
         locks = self._locks()
-        exists, _ = _existence(test)
+        exists = _existence(test)
         for key, node in keys:
-            inner[key] = _Check(node, locks, test=test, positive=exists.get(id(node)))
+            inner[key] = _Check(
+                node, locks, test=test, positive=exists.get(id(node)), alone=len(keys) == 1
+            )
         return inner, [key for key, _ in keys]
 
     def _if(self, stmt: cst.If, state: _State) -> _State | None:
@@ -1012,22 +1013,19 @@ class _Scopes:
 
     def lazy(self, facts: FunctionFacts, finding: Finding) -> bool:
         """Say whether the finding is lazy initialisation (IL104 rather than IL101): the check
-        is one test that ``self._x`` is missing (``self._x is None``, ``not self._x``; or, as a
-        guard clause that returns, ``self._x is not None``, ``self._x``), the write assigns a
+        finds ``self._x`` missing (``self._x is None``, ``not self._x``; or, as a guard clause
+        that returns, ``self._x is not None``, ``self._x``), reading no other shared state
+        (``and enabled`` on a local or parameter is fine), the write assigns a
         value to that whole attribute, the code between them assigned no other checked state
         and mutated nothing in place (:attr:`_Check.mixed`), and no method mutates ``self._x``
         in place (so ``not self._x`` tests for a handle or flag, not an empty container)."""
         check = finding.check
-        write = finding.write
         if (
-            not isinstance(check.test, cst.BaseExpression)
+            not check.alone
             or check.positive is not False
             or check.mixed
-            or not _whole_attribute(write, finding.value)
+            or not _whole_attribute(finding.write, finding.value)
         ):
-            return False
-        exists, single = _existence(check.test)
-        if not single or id(check.node) not in exists:
             return False
         drivers = self.drivers(facts)
         return drivers is not None and _state_root(finding.state) not in drivers.in_place
