@@ -1272,7 +1272,8 @@ class FlagLazyInitAcrossAwait(FlagCheckThenActAcrossAwait):
     why: ClassVar[str] = (
         "This is IL101's check-then-act in its most common shape, lazy initialisation: one "
         "test that one attribute is missing (`self._x is None`, `not self._x`, or the guard "
-        "clause `if self._x is not None: return self._x`), then, after an `await`, an "
+        "clause `if self._x is not None: return self._x`; other parts of the test may read "
+        "locals and parameters, as in `and enabled`), then, after an `await`, an "
         "assignment of that whole attribute, with nothing but setup between them (no other "
         "checked state written, nothing mutated in place) and no method that mutates the "
         "attribute in place (so the test is for a handle or a flag, not an empty container). "
