@@ -54,7 +54,12 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         "paths", nargs="*", metavar="PATH", help="files or directories (default: project root)"
     )
     parser.add_argument(
-        "--select", type=_csv, metavar="CODES", help="comma-separated code prefixes to enable"
+        "--select",
+        type=_csv,
+        metavar="CODES",
+        help=(
+            "comma-separated code prefixes to enable (an opt-in rule, IL104, only by its full code)"
+        ),
     )
     parser.add_argument(
         "--extend-select",
@@ -62,7 +67,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         action="extend",
         metavar="CODES",
         default=[],
-        help="code prefixes to enable in addition to the selected ones",
+        help="code prefixes to enable in addition to the selected ones (e.g. IL104)",
     )
     parser.add_argument(
         "--ignore",
