@@ -160,6 +160,93 @@ class BaseAgent:
             a.cancel()
             b.cancel()
 
+    # ok: the `finally` cancels and gathers both tasks through lists built from them
+    # (google-adk's LiveKit runner): a filtered comprehension, then a starred merge.
+    async def run_call(self, session_events, ended):
+        session = None
+        hung_up = None
+        try:
+            session = asyncio.create_task(session_events())
+            hung_up = asyncio.create_task(ended.wait())
+            done, _ = await asyncio.wait({session, hung_up}, return_when=asyncio.FIRST_COMPLETED)
+            if session in done:
+                session.result()
+        finally:
+            started: list[asyncio.Task] = [t for t in (session, hung_up) if t is not None]
+            pending = [*started, *self.forwarders]
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+
+    # ok: a task kept across iterations on purpose; the `finally` around the loop cancels
+    # whatever is still running (google-adk's `_consume_event_queue`).
+    async def consume(self, abort):
+        abort_task = None
+        get_task = None
+        try:
+            while True:
+                if abort_task is None or abort_task.done():
+                    abort_task = asyncio.create_task(abort.wait())
+                get_task = asyncio.create_task(self.output_queue.get())
+                await asyncio.wait([get_task, abort_task], return_when=asyncio.FIRST_COMPLETED)
+                if not get_task.done():
+                    break
+                yield get_task.result()
+                get_task = None
+        finally:
+            live = [t for t in (get_task, abort_task) if t is not None and not t.done()]
+            for task in live:
+                task.cancel()
+            if live:
+                await asyncio.wait(live)
+
+    # ok: the only task this function created is done when it returns; what is still
+    # pending then is the long-lived background task it does not own (google-adk's
+    # `_run_guarded`).
+    async def run_guarded(self, coro):
+        call = asyncio.ensure_future(coro)
+        done, _ = await asyncio.wait([call, self.background], return_when=FIRST_COMPLETED)
+        if call in done:
+            return call.result()
+        call.cancel()
+        raise ConnectionError("background task ended")
+
+    async def run_guarded_with_probe(self, coro, probe):
+        call = asyncio.ensure_future(coro)
+        ping = asyncio.ensure_future(probe())
+        done, _ = await asyncio.wait(  # error: IL302
+            [call, ping, self.background], return_when=FIRST_COMPLETED
+        )
+        if call in done:
+            return call.result()
+        call.cancel()
+        raise ConnectionError("background task ended")
+
+    async def cancel_only_finished(self, fetch_a, fetch_b):
+        a, b = asyncio.create_task(fetch_a()), asyncio.create_task(fetch_b())
+        tasks = [a, b]
+        try:
+            done, pending = await asyncio.wait(  # error: IL302
+                [a, b], return_when=asyncio.FIRST_COMPLETED
+            )
+            return done.pop().result()
+        finally:
+            tasks = [t for t in tasks if t.done()]
+            for task in tasks:
+                task.cancel()
+
+    async def cancel_in_finally_after_return(self, fetch_a, fetch_b):
+        a, b = asyncio.create_task(fetch_a()), asyncio.create_task(fetch_b())
+        done, _ = await asyncio.wait({a, b}, return_when=asyncio.FIRST_COMPLETED)  # error: IL302
+        if b in done:
+            return None
+        tasks = (a, b)
+        try:
+            return await self.use(a.result())
+        finally:
+            for task in tasks:
+                task.cancel()
+
 
 def _cancel_all(tasks):
     for task in tasks:

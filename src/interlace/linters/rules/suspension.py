@@ -327,78 +327,312 @@ class _Path(Enum):
     LEAKS = "leaks"
 
 
+@dataclass(frozen=True, slots=True)
+class _Flow:
+    """Where the paths through a piece of code leave the pending tasks.
+
+    Attributes:
+        path: whether every path handles the tasks, some path leaks them, or they fall through.
+        finished: when they fall through, the tasks that every path reaching the end has seen
+            finish (``if task in done:``), so that they need no cancelling.
+    """
+
+    path: _Path
+    finished: frozenset[str] = frozenset()
+
+
+_ALL = "*"  # what the pending set, or a collection built from it, holds
+_HANDLED = _Flow(_Path.HANDLED)
+_LEAKS = _Flow(_Path.LEAKS)
 _WAIT = frozenset({"asyncio.wait", "asyncio.tasks.wait"})
 _QUIET_CALLS = frozenset({"len", "bool", "print", "repr", "str", "debug", "info", "warning"})
+_COPIES = frozenset({"list", "tuple", "set", "frozenset", "sorted"})
 
 
 @dataclass(slots=True)
 class _Pending:
     """How the code after an ``asyncio.wait`` can reach the pending tasks.
 
+    A path is handled once it cancels, awaits or hands off the pending set or one of the
+    tasks, directly or through a collection built from them (a path that cancels one task
+    shows the code managing them; which of the others can still be pending there often
+    depends on logic the rule cannot follow), or once it has seen every task this function
+    created finish (``if task in done:``, ``if task.done():``): what is still pending then
+    belongs to someone else.
+
     Attributes:
         pending: the name bound to the pending set (``done, pending = ...``), if any.
-        tasks: the names of the tasks passed to ``asyncio.wait`` in a literal, or of the
-            collection passed.
+        done: the name bound to the done set, if any.
+        tasks: the names of the tasks this function created and passed to ``asyncio.wait``.
+        anonymous: whether the wait also holds tasks created inline, which only the pending
+            set reaches.
         wait: the ``asyncio.wait`` call itself.
+        aliases: local collections built from the tasks (``tasks = [a, b]``,
+            ``live = [t for t in (a, b) if t is not None]``), each mapped to the tasks that
+            every binding of it holds.
     """
 
     pending: str | None
+    done: str | None
     tasks: frozenset[str]
+    anonymous: bool
     wait: cst.Call
+    aliases: dict[str, frozenset[str]] = field(default_factory=dict)
 
-    def _named(self, expr: cst.BaseExpression) -> bool:
+    def complete(self, finished: frozenset[str]) -> bool:
+        """Say whether every task this function created is among ``finished``."""
+        return not self.anonymous and self.tasks <= finished
+
+    def covers(self, expr: cst.BaseExpression) -> frozenset[str]:
+        """Return the tasks ``expr`` holds: a task, the pending set, or a collection of them."""
         if isinstance(expr, cst.Name):
-            return expr.value == self.pending or expr.value in self.tasks
+            if expr.value == self.pending:
+                return frozenset({_ALL})
+            if expr.value in self.tasks:
+                return frozenset({expr.value})
+            return self.aliases.get(expr.value, frozenset())
         if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
-            return any(self._named(e.value) for e in expr.elements)
-        return False
+            return frozenset().union(*(self.covers(e.value) for e in expr.elements))
+        if isinstance(expr, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+            return self._comprehension(expr)
+        if (
+            isinstance(expr, cst.Call)
+            and isinstance(expr.func, cst.Name)
+            and expr.func.value in _COPIES
+            and len(expr.args) == 1
+            and expr.args[0].keyword is None
+            and not expr.args[0].star
+        ):
+            return self.covers(expr.args[0].value)
+        if isinstance(expr, cst.BinaryOperation) and isinstance(
+            expr.operator, (cst.Add, cst.BitOr)
+        ):
+            return self.covers(expr.left) | self.covers(expr.right)
+        return frozenset()
 
-    def _cancels(self, call: cst.Call) -> bool:
+    def _comprehension(self, expr: cst.ListComp | cst.SetComp | cst.GeneratorExp) -> frozenset[str]:
+        # `[t for t in (a, b) if t is not None and not t.done()]` holds every task that may
+        # still be pending; a filter of any other shape may drop one.
+        loop = expr.for_in
+        if (
+            loop.inner_for_in is not None
+            or loop.asynchronous is not None
+            or not isinstance(loop.target, cst.Name)
+            or not isinstance(expr.elt, cst.Name)
+            or expr.elt.value != loop.target.value
+            or not all(_keeps_live(i.test, loop.target.value) for i in loop.ifs)
+        ):
+            return frozenset()
+        return self.covers(loop.iter)
+
+    def collect_aliases(self, body: cst.BaseSuite) -> None:
+        """Record the local collections built from the tasks, in source order.
+
+        A name bound more than once holds only what every binding holds; a binding the model
+        does not read (a loop target, an unpacking) or a removal from the collection leaves
+        it holding nothing.
+        """
+        own = {self.pending, self.done, *self.tasks}
+        seen: set[str] = set()
+
+        def bind(name: str, held: frozenset[str]) -> None:
+            if name in own:
+                return
+            self.aliases[name] = self.aliases[name] & held if name in seen else held
+            seen.add(name)
+
+        for node in _walk(body):
+            if isinstance(node, cst.Assign):
+                held = self.covers(node.value)
+                for target in node.targets:
+                    if isinstance(target.target, cst.Name):
+                        bind(target.target.value, held)
+                    else:
+                        for name in _bound(target.target):
+                            bind(name, frozenset())
+            elif isinstance(node, cst.AnnAssign) and node.value is not None:
+                if isinstance(node.target, cst.Name):
+                    bind(node.target.value, self.covers(node.value))
+            elif isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Name):
+                name = node.target.value
+                grows = isinstance(node.operator, (cst.AddAssign, cst.BitOrAssign))
+                added = self.covers(node.value) if grows else frozenset()
+                if name not in own:
+                    self.aliases[name] = (
+                        (self.aliases.get(name, frozenset()) | added) if grows else added
+                    )
+            elif isinstance(node, cst.For):
+                for name in _bound(node.target):
+                    bind(name, frozenset())
+            elif isinstance(node, cst.AsName):
+                for name in _bound(node.name):
+                    bind(name, frozenset())
+            elif isinstance(node, cst.NamedExpr) and isinstance(node.target, cst.Name):
+                bind(node.target.value, self.covers(node.value))
+            elif (
+                isinstance(node, cst.Call)
+                and isinstance(node.func, cst.Attribute)
+                and isinstance(node.func.value, cst.Name)
+                and node.func.attr.value in MUTATORS
+                and node.func.attr.value not in _GROWING
+            ):
+                bind(node.func.value.value, frozenset())
+
+    def _cancels(self, call: cst.Call) -> frozenset[str]:
         if call is self.wait:
-            return False
+            return frozenset()
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value == "cancel":
-            return self._named(func.value)
+            return self.covers(func.value)
         callee = dotted(func)
         last = callee.rsplit(".", 1)[-1] if callee is not None else ""
         # A canceller, or any other call handed a task or the set (it awaits, stores or
         # cancels it), takes the tasks over.
-        return last not in _QUIET_CALLS and any(self._named(a.value) for a in call.args)
+        if last in _QUIET_CALLS:
+            return frozenset()
+        return frozenset().union(*(self.covers(a.value) for a in call.args))
 
-    def handles(self, stmt: _Stmt) -> bool:
-        """Say whether ``stmt`` itself cancels, awaits or hands off the pending tasks."""
+    def handled_by(self, stmt: _Stmt) -> frozenset[str]:
+        """Return the tasks ``stmt`` itself cancels, awaits or hands off."""
         if isinstance(stmt, (cst.For, cst.While)):
-            header = stmt.iter if isinstance(stmt, cst.For) else stmt.test
-            if not any(self._named(n) for n in _walk(header) if isinstance(n, cst.BaseExpression)):
-                return False
-            return any(
-                isinstance(n, cst.Call)
-                and (_is_cancel_call(n) or any(self._named(a.value) for a in n.args))
-                for n in _walk(stmt.body)
+            # `for t in pending`, `for t in live`, and any header that names the set or a
+            # task (`for t in sorted(pending, key=...)`, `while pending:`).
+            scanned = stmt.iter if isinstance(stmt, cst.For) else stmt.test
+            header = self.covers(scanned) or frozenset(
+                n.value
+                for n in _walk(scanned)
+                if isinstance(n, cst.Name) and (n.value == self.pending or n.value in self.tasks)
             )
-        if not isinstance(stmt, cst.SimpleStatementLine):
-            return False
-        for node in _walk(stmt):
-            if isinstance(node, cst.Call) and self._cancels(node):
-                return True
-            if isinstance(node, cst.Await) and self._named(node.expression):
-                return True
-            if (
-                isinstance(node, (cst.ListComp, cst.GeneratorExp, cst.SetComp))
-                and _is_cancel_call(node.elt)
-                and self._named(node.for_in.iter)
+            if header and any(
+                isinstance(n, cst.Call)
+                and (_is_cancel_call(n) or any(self.covers(a.value) for a in n.args))
+                for n in _walk(stmt.body)
             ):
-                return True
+                return header
+            return frozenset()
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            return frozenset()
+        held: set[str] = set()
+        for node in _walk(stmt):
+            if isinstance(node, cst.Call):
+                held |= self._cancels(node)
+            elif isinstance(node, cst.Await):
+                held |= self.covers(node.expression)
+            elif isinstance(node, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
+                if _is_cancel_call(node.elt):
+                    held |= self.covers(node.for_in.iter)
             # Returning or storing the tasks hands them to someone else.
-            if isinstance(node, cst.Return) and node.value is not None and self._named(node.value):
-                return True
-            if (
+            elif (isinstance(node, cst.Return) and node.value is not None) or (
                 isinstance(node, cst.Assign)
                 and any(isinstance(t.target, (cst.Attribute, cst.Subscript)) for t in node.targets)
-                and self._named(node.value)
             ):
-                return True
-        return False
+                assert node.value is not None
+                held |= self.covers(node.value)
+        return frozenset(held)
+
+    def finished(self, test: cst.BaseExpression, *, holds: bool) -> frozenset[str]:
+        """Return the tasks known to be done where ``test`` evaluates to ``holds``.
+
+        ``task in done`` and ``task.done()`` say the task finished; ``not`` flips them, and
+        ``and`` (when true) or ``or`` (when false) joins what each side says.
+        """
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            return self.finished(test.expression, holds=not holds)
+        if isinstance(test, cst.BooleanOperation):
+            joins = (
+                isinstance(test.operator, cst.And) if holds else isinstance(test.operator, cst.Or)
+            )
+            if not joins:
+                return frozenset()
+            return self.finished(test.left, holds=holds) | self.finished(test.right, holds=holds)
+        if (
+            isinstance(test, cst.Call)
+            and not test.args
+            and isinstance(test.func, cst.Attribute)
+            and test.func.attr.value == "done"
+            and isinstance(test.func.value, cst.Name)
+            and test.func.value.value in self.tasks
+        ):
+            return frozenset({test.func.value.value}) if holds else frozenset()
+        if (
+            isinstance(test, cst.Comparison)
+            and len(test.comparisons) == 1
+            and isinstance(test.left, cst.Name)
+            and test.left.value in self.tasks
+            and isinstance(test.comparisons[0].comparator, cst.Name)
+            and test.comparisons[0].comparator.value == self.done
+        ):
+            operator = test.comparisons[0].operator
+            if isinstance(operator, cst.In if holds else cst.NotIn):
+                return frozenset({test.left.value})
+        return frozenset()
+
+    def anywhere(self, suite: cst.BaseSuite) -> frozenset[str]:
+        """Return the tasks any statement of ``suite`` handles, even conditionally.
+
+        Used for ``finally`` blocks, whose guards are typically ``if not task.done():``.
+        """
+        return frozenset().union(
+            *(
+                self.handled_by(n)
+                for n in _walk(suite)
+                if isinstance(n, (cst.SimpleStatementLine, cst.For, cst.While))
+            )
+        )
+
+    def block(self, stmts: Sequence[_Stmt], finished: frozenset[str]) -> _Flow:
+        for stmt in stmts:
+            result = self.stmt(stmt, finished)
+            if result.path is not _Path.FALLS_THROUGH:
+                return result
+            finished = result.finished
+        if self.complete(finished):
+            return _HANDLED
+        return _Flow(_Path.FALLS_THROUGH, finished)
+
+    def stmt(self, stmt: _Stmt, finished: frozenset[str]) -> _Flow:
+        if self.complete(finished) or self.handled_by(stmt):
+            return _HANDLED
+        if isinstance(stmt, cst.SimpleStatementLine):
+            return self.block(stmt.body, finished)
+        if isinstance(stmt, (cst.Return, cst.Raise, cst.Break, cst.Continue)):
+            return _LEAKS
+        if isinstance(stmt, cst.If):
+            taken = self.block(
+                block_body(stmt.body), finished | self.finished(stmt.test, holds=True)
+            )
+            finished |= self.finished(stmt.test, holds=False)
+            if isinstance(stmt.orelse, cst.If):
+                other = self.stmt(stmt.orelse, finished)
+            elif stmt.orelse is not None:
+                other = self.block(block_body(stmt.orelse.body), finished)
+            else:
+                other = _Flow(_Path.FALLS_THROUGH, finished)
+            if taken.path is _Path.HANDLED and self._unless_done(stmt.test):
+                # `if not task.done(): task.cancel()`: a finished task needs no cancelling.
+                return _HANDLED
+            return _join(taken, other)
+        if isinstance(stmt, (cst.For, cst.While)):
+            # A loop after the wait may run zero times; only a return or raise in it leaks.
+            if _leaves_function(stmt.body):
+                return _LEAKS
+            return _Flow(_Path.FALLS_THROUGH, finished)
+        if isinstance(stmt, cst.With):
+            return self.block(block_body(stmt.body), finished)
+        if isinstance(stmt, (cst.Try, cst.TryStar)):
+            # Every way out of the `try` runs the `finally`.
+            if stmt.finalbody is not None and self.anywhere(stmt.finalbody.body):
+                return _HANDLED
+            body = list(block_body(stmt.body))
+            if stmt.orelse is not None:
+                body.extend(block_body(stmt.orelse.body))
+            results = [self.block(body, finished)]
+            results.extend(self.block(block_body(h.body), finished) for h in stmt.handlers)
+            return _join(*results)
+        if isinstance(stmt, cst.Match):
+            cases = (self.block(block_body(c.body), finished) for c in stmt.cases)
+            return _join(_Flow(_Path.FALLS_THROUGH, finished), *cases)
+        return _Flow(_Path.FALLS_THROUGH, finished)
 
     def _unless_done(self, test: cst.BaseExpression) -> bool:
         """Say whether ``test`` is ``not <task>.done()`` for one of the tasks."""
@@ -408,71 +642,53 @@ class _Pending:
             and isinstance(test.expression, cst.Call)
             and isinstance(test.expression.func, cst.Attribute)
             and test.expression.func.attr.value == "done"
-            and self._named(test.expression.func.value)
+            and bool(self.covers(test.expression.func.value))
         )
 
-    def handles_anywhere(self, suite: cst.BaseSuite) -> bool:
-        """Say whether any statement of ``suite`` handles the tasks, even conditionally.
 
-        Used for ``finally`` blocks, whose guards are typically ``if not task.done():``.
-        """
-        return any(
-            isinstance(n, (cst.SimpleStatementLine, cst.For, cst.While)) and self.handles(n)
-            for n in _walk(suite)
+def _join(*results: _Flow) -> _Flow:
+    if any(r.path is _Path.LEAKS for r in results):
+        return _LEAKS
+    through = [r.finished for r in results if r.path is _Path.FALLS_THROUGH]
+    if not through:
+        return _HANDLED
+    return _Flow(_Path.FALLS_THROUGH, frozenset.intersection(*through))
+
+
+def _keeps_live(test: cst.BaseExpression, name: str) -> bool:
+    """Say whether the filter ``test`` on ``name`` drops only what needs no cancelling.
+
+    ``t``, ``t is not None``, ``not t.done()``, ``not t.cancelled()`` and their ``and``.
+    """
+    if isinstance(test, cst.Name):
+        return test.value == name
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _keeps_live(test.left, name) and _keeps_live(test.right, name)
+    if isinstance(test, cst.Comparison):
+        return (
+            isinstance(test.left, cst.Name)
+            and test.left.value == name
+            and len(test.comparisons) == 1
+            and isinstance(test.comparisons[0].operator, cst.IsNot)
+            and isinstance(test.comparisons[0].comparator, cst.Name)
+            and test.comparisons[0].comparator.value == "None"
         )
-
-    def block(self, stmts: Sequence[_Stmt]) -> _Path:
-        for stmt in stmts:
-            result = self.stmt(stmt)
-            if result is not _Path.FALLS_THROUGH:
-                return result
-        return _Path.FALLS_THROUGH
-
-    def stmt(self, stmt: _Stmt) -> _Path:
-        if self.handles(stmt):
-            return _Path.HANDLED
-        if isinstance(stmt, cst.SimpleStatementLine):
-            return self.block(stmt.body)
-        if isinstance(stmt, (cst.Return, cst.Raise, cst.Break, cst.Continue)):
-            return _Path.LEAKS
-        if isinstance(stmt, cst.If):
-            other = (
-                [stmt.orelse]
-                if isinstance(stmt.orelse, cst.If)
-                else block_body(stmt.orelse.body)
-                if stmt.orelse is not None
-                else ()
-            )
-            taken = self.block(block_body(stmt.body))
-            if taken is _Path.HANDLED and self._unless_done(stmt.test):
-                # `if not task.done(): task.cancel()`: a finished task needs no cancelling.
-                return _Path.HANDLED
-            return _join(taken, self.block(other))
-        if isinstance(stmt, (cst.For, cst.While)):
-            # A loop after the wait may run zero times; only a return or raise in it leaks.
-            return _Path.LEAKS if _leaves_function(stmt.body) else _Path.FALLS_THROUGH
-        if isinstance(stmt, cst.With):
-            return self.block(block_body(stmt.body))
-        if isinstance(stmt, (cst.Try, cst.TryStar)):
-            if stmt.finalbody is not None and self.handles_anywhere(stmt.finalbody.body):
-                return _Path.HANDLED
-            body = list(block_body(stmt.body))
-            if stmt.orelse is not None:
-                body.extend(block_body(stmt.orelse.body))
-            results = [self.block(body)]
-            results.extend(self.block(block_body(h.body)) for h in stmt.handlers)
-            return _join(*results)
-        if isinstance(stmt, cst.Match):
-            return _join(_Path.FALLS_THROUGH, *(self.block(block_body(c.body)) for c in stmt.cases))
-        return _Path.FALLS_THROUGH
+    return (
+        isinstance(test, cst.UnaryOperation)
+        and isinstance(test.operator, cst.Not)
+        and isinstance(test.expression, cst.Call)
+        and not test.expression.args
+        and isinstance(test.expression.func, cst.Attribute)
+        and test.expression.func.attr.value in ("done", "cancelled")
+        and isinstance(test.expression.func.value, cst.Name)
+        and test.expression.func.value.value == name
+    )
 
 
-def _join(*results: _Path) -> _Path:
-    if _Path.LEAKS in results:
-        return _Path.LEAKS
-    if all(r is _Path.HANDLED for r in results):
-        return _Path.HANDLED
-    return _Path.FALLS_THROUGH
+def _bound(target: cst.BaseExpression) -> Iterator[str]:
+    for node in _walk(target):
+        if isinstance(node, cst.Name):
+            yield node.value
 
 
 def _is_cancel_call(node: cst.CSTNode) -> bool:
@@ -568,7 +784,14 @@ class FlagPendingTasksNotCancelled(FactsCollector, Rule):
         "the others running. Tasks wrapping `queue.get()` are the classic trap: the leaked "
         "getter still completes later and the item it took is dropped with its result "
         "(seed 000's `stream()`). Every path out of the code after the wait, early returns, "
-        "`break`, exceptions and loop iterations included, must cancel what is pending."
+        "`break`, exceptions and loop iterations included, must cancel what is pending. "
+        "Only tasks the function created count (inline, or bound to its own locals). "
+        "Cancelling, awaiting or handing off the pending set or one of those tasks handles "
+        "them, also through a list, tuple, set or comprehension built from them "
+        "(`live = [t for t in (a, b) if t is not None]`, then `for t in live: t.cancel()` or "
+        "`gather(*live)`); a path on which every task the function created has finished "
+        "(`if task in done:`) leaks nothing of its own, even if a task it was handed is "
+        "still pending."
     )
     bad_example: ClassVar[str] = (
         "import asyncio\n"
@@ -625,6 +848,26 @@ class FlagPendingTasksNotCancelled(FactsCollector, Rule):
         "    a, b = create_task(q.get()), create_task(e.wait())\n"
         "    done, pending = await wait({a, b}, return_when=FIRST_COMPLETED)\n"
         "    _cancel_all(pending)\n",
+        # Cancelled in finally through a list built from the tasks.
+        "import asyncio\n"
+        "async def f(q, e):\n"
+        "    a = b = None\n"
+        "    try:\n"
+        "        a, b = asyncio.create_task(q.get()), asyncio.create_task(e.wait())\n"
+        "        await asyncio.wait({a, b}, return_when=asyncio.FIRST_COMPLETED)\n"
+        "    finally:\n"
+        "        live = [t for t in (a, b) if t is not None]\n"
+        "        for t in live:\n"
+        "            t.cancel()\n",
+        # The one task it created is done; the other is the caller's.
+        "import asyncio\n"
+        "async def f(coro, background):\n"
+        "    call = asyncio.ensure_future(coro)\n"
+        "    done, _ = await asyncio.wait([call, background], "
+        "return_when=asyncio.FIRST_COMPLETED)\n"
+        "    if call in done:\n"
+        "        return call.result()\n"
+        "    call.cancel()\n",
         # ALL_COMPLETED leaves nothing pending.
         "import asyncio\n"
         "async def f(q, e):\n"
@@ -685,7 +928,7 @@ class FlagPendingTasksNotCancelled(FactsCollector, Rule):
         if path is None:
             return None
         stmt = path[-1].stmts[path[-1].index]
-        pending = _pending_name(stmt, call)
+        done, pending = _wait_names(stmt, call)
         # Only tasks this function created can leak from it: the wait's first argument must be
         # a literal holding a task created inline or bound to a local of this function. A
         # collection (`tasks`, `self._pending`) or parameters stay owned by someone else.
@@ -697,12 +940,14 @@ class FlagPendingTasksNotCancelled(FactsCollector, Rule):
             for e in first.elements
             if isinstance(e.value, cst.Name) and e.value.value in facts.assigned
         }
-        if not tasks and not any(isinstance(e.value, cst.Call) for e in first.elements):
+        anonymous = any(isinstance(e.value, cst.Call) for e in first.elements)
+        if not tasks and not anonymous:
             return None
         if len(first.elements) == 1 and keyword(call, "timeout") is None:
             return None  # one task and no timeout: the wait returns only when it is done
-        model = _Pending(pending, frozenset(tasks), call)
-        if model.handles(stmt):
+        model = _Pending(pending, done, frozenset(tasks), anonymous, call)
+        model.collect_aliases(facts.node.body)
+        if model.handled_by(stmt):
             return None
         for level in reversed(path):
             owner = level.owner
@@ -710,9 +955,10 @@ class FlagPendingTasksNotCancelled(FactsCollector, Rule):
                 isinstance(owner, (cst.Try, cst.TryStar))
                 and level.role != "finally"
                 and owner.finalbody is not None
-                and model.handles_anywhere(owner.finalbody.body)
+                and model.anywhere(owner.finalbody.body)
             ):
                 return None
+        finished: frozenset[str] = frozenset()
         for level in reversed(path):
             after = level.stmts[level.index + 1 :]
             if level.role == "try":
@@ -720,17 +966,19 @@ class FlagPendingTasksNotCancelled(FactsCollector, Rule):
                 assert isinstance(owner, (cst.Try, cst.TryStar))
                 if owner.orelse is not None:
                     after = (*after, *block_body(owner.orelse.body))
-            result = model.block(after)
-            if result is _Path.HANDLED:
+            result = model.block(after, finished)
+            if result.path is _Path.HANDLED:
                 return None
-            if result is _Path.LEAKS or level.role == "loop":
+            if result.path is _Path.LEAKS or level.role == "loop":
                 return pending or ""
+            finished = result.finished
         return pending or ""
 
 
-def _pending_name(stmt: _Stmt, call: cst.Call) -> str | None:
+def _wait_names(stmt: _Stmt, call: cst.Call) -> tuple[str | None, str | None]:
+    """Return the names bound to the done and the pending set by ``done, pending = wait(...)``."""
     if not isinstance(stmt, cst.SimpleStatementLine):
-        return None
+        return None, None
     for small in stmt.body:
         if not isinstance(small, cst.Assign) or len(small.targets) != 1:
             continue
@@ -741,10 +989,12 @@ def _pending_name(stmt: _Stmt, call: cst.Call) -> str | None:
             and isinstance(target, (cst.Tuple, cst.List))
             and len(target.elements) == 2
         ):
-            second = target.elements[1].value
-            if isinstance(second, cst.Name) and second.value != "_":
-                return second.value
-    return None
+            names = [
+                e.value.value if isinstance(e.value, cst.Name) and e.value.value != "_" else None
+                for e in target.elements
+            ]
+            return names[0], names[1]
+    return None, None
 
 
 # -- IL303 ---------------------------------------------------------------------------------
