@@ -204,3 +204,60 @@ class Runtime:
     # Any task can register an agent while the processing loop is suspended.
     async def register(self, name, agent):
         self._registered[name] = agent
+
+
+class Outbox:
+    """The pending list is swapped out before the flush (the detach idiom)."""
+
+    def drop(self, item):
+        self._pending.remove(item)
+
+    # ok: `self._pending` names a new list before the loop; the loop walks the detached one.
+    async def flush(self):
+        pending = self._pending
+        self._pending = []
+        for item in pending:
+            await item.send()
+
+    # The swap happens on one path only: on the other the loop walks the live list.
+    async def flush_sometimes(self, reset):
+        pending = self._pending
+        if reset:
+            self._pending = []
+        for item in pending:  # error: IL303
+            await item.send()
+
+    # Swapped before the alias is taken: the loop walks the new, live list.
+    async def flush_late(self):
+        self._pending = []
+        pending = self._pending
+        for item in pending:  # error: IL303
+            await item.send()
+
+
+class Topics:
+    """Per-topic subscriber lists: dropping a topic leaves the lists themselves alone."""
+
+    def drop_topic(self, topic):
+        del self._subs[topic]
+
+    def reset_topic(self, topic):
+        self._subs[topic] = []
+
+    def unsubscribe(self, cb):
+        self._watchers[cb.topic].remove(cb)
+
+    # ok: only the dict is mutated elsewhere; the loop walks one list held by it.
+    async def publish(self, event):
+        for cb in self._subs.get(event.topic, []):
+            await cb(event)
+
+    # Dropping a topic changes the dict's size under a loop over the dict itself.
+    async def publish_all(self, event):
+        for topic, subs in self._subs.items():  # error: IL303
+            await subs[0](event)
+
+    # The list walked here is the one `unsubscribe` removes from.
+    async def notify(self, event):
+        for cb in self._watchers[event.topic]:  # error: IL303
+            await cb(event)

@@ -1030,17 +1030,29 @@ def _container(expr: cst.BaseExpression) -> cst.BaseExpression | None:
 
 def _base(expr: cst.BaseExpression) -> cst.BaseExpression:
     """Strip element access: ``self._subs[t]``, ``self._subs.get(t)``, ``.setdefault(t, [])``."""
+    return _split(expr)[0]
+
+
+def _split(expr: cst.BaseExpression) -> tuple[cst.BaseExpression, int]:
+    """Return the container under element access and how many elements deep ``expr`` is.
+
+    ``self._subs`` and ``self._subs.values()`` are the container itself (depth 0);
+    ``self._subs[t]``, ``.get(t)`` and ``.setdefault(t, [])`` an element of it (depth 1).
+    """
+    depth = 0
     while True:
         if isinstance(expr, cst.Subscript):
             expr = expr.value
+            depth += 1
         elif (
             isinstance(expr, cst.Call)
             and isinstance(expr.func, cst.Attribute)
             and expr.func.attr.value in ("get", "setdefault", *_VIEWS)
         ):
+            depth += expr.func.attr.value not in _VIEWS
             expr = expr.func.value
         else:
-            return expr
+            return expr, depth
 
 
 class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
@@ -1069,7 +1081,12 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
         "coroutine that consumes the object itself with `async for _ in self`; a private "
         "coroutine the object starts once as its own background task; private helpers only "
         "those call or await) when every method that writes the container is such code "
-        "too: then nothing else can run while the loop is suspended."
+        "too: then nothing else can run while the loop is suspended. A mutation counts "
+        "only at the depth the loop walks: `self._subs[t].remove(cb)` against a loop over "
+        "`self._subs[t]`, `del self._subs[t]` against a loop over `self._subs` (or its "
+        "views). A loop over a local that the attribute stopped naming before it "
+        "(`subs = self._subs; self._subs = []; for s in subs:`, on every path) walks a "
+        "detached container and is not flagged either."
     )
     bad_example: ClassVar[str] = (
         "class Bus:\n"
@@ -1141,8 +1158,12 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
     def __init__(self, context: LintContext) -> None:
         super().__init__(context)
         self.init_facts()
-        self._loops: list[tuple[cst.BaseExpression, str, cst.CSTNode, FunctionFacts]] = []
-        self._mutated: dict[str, cst.CSTNode] = {}
+        self._loops: list[tuple[cst.BaseExpression, tuple[str, int], cst.CSTNode, FunctionFacts]]
+        self._loops = []
+        # Keyed by the container and the depth of what is mutated: `self._subs[t].remove(cb)`
+        # changes the list a loop over `self._subs[t]` walks, and cannot break a loop over
+        # `self._subs` (whose size it leaves alone); `del self._subs[t]` is the other way round.
+        self._mutated: dict[tuple[str, int], cst.CSTNode] = {}
         self._methods: dict[str, list[cst.FunctionDef]] = {}
         self._nested: set[int] = set()
         self._drivers: dict[str, Drivers] = {}
@@ -1184,7 +1205,7 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
             return
         key = self._owner_key(target)
         if key is not None:
-            self._mutated.setdefault(key, node)
+            self._mutated.setdefault((key, _split(target)[1]), node)
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -1216,7 +1237,7 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
             return
         self.facts_stack.append(facts)
         try:
-            aliases: dict[str, cst.BaseExpression] = {}
+            aliases: dict[str, tuple[cst.BaseExpression, cst.Assign]] = {}
             for current in _walk(node.body):
                 if isinstance(current, cst.Assign) and len(current.targets) == 1:
                     target = current.targets[0].target
@@ -1224,16 +1245,21 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
                         aliases.pop(target.value, None)
                         direct = _container(current.value)
                         if direct is not None:
-                            aliases[target.value] = direct
+                            aliases[target.value] = (direct, current)
                 elif isinstance(current, cst.For) and not current.asynchronous:
                     self._loop(current, aliases)
         finally:
             self.facts_stack.pop()
 
-    def _loop(self, loop: cst.For, aliases: dict[str, cst.BaseExpression]) -> None:
+    def _loop(
+        self, loop: cst.For, aliases: dict[str, tuple[cst.BaseExpression, cst.Assign]]
+    ) -> None:
         container = _container(loop.iter)
         if isinstance(container, cst.Name) and container.value in aliases:
-            container = aliases[container.value]
+            container, binding = aliases[container.value]
+            key = self._owner_key(container)
+            if key is not None and self._swapped(loop, binding, key):
+                return
         if container is None:
             return
         key = self._owner_key(container)
@@ -1243,7 +1269,34 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
         # plain iteration bug, not a concurrency one.
         suspension = find_suspension(loop.body, include_yield=False)
         if suspension is not None:
-            self._loops.append((loop.iter, key, suspension, self.facts_stack[-1]))
+            depth = _split(container)[1]
+            self._loops.append((loop.iter, (key, depth), suspension, self.facts_stack[-1]))
+
+    def _swapped(self, loop: cst.For, binding: cst.Assign, key: str) -> bool:
+        """Say whether the container is replaced between ``binding`` and ``loop`` on every path.
+
+        ``subs = self._subs; self._subs = []; for s in subs: await s()``: the loop walks a
+        container that the attribute no longer names, so the mutations elsewhere, which go
+        through the attribute, cannot reach it. Only statements that run before the loop
+        whenever it runs count: earlier statements of the blocks that enclose it.
+        """
+        path = _path_to(block_body(self.facts_stack[-1].node.body), loop, None, "function")
+        seen = False
+        for level in path or ():
+            for stmt in level.stmts[: level.index]:
+                if not isinstance(stmt, cst.SimpleStatementLine):
+                    continue
+                for small in stmt.body:
+                    if small is binding:
+                        seen = True
+                    elif seen and isinstance(small, cst.Assign):
+                        targets = (t.target for t in small.targets)
+                        if any(
+                            isinstance(t, (cst.Attribute, cst.Name)) and self._owner_key(t) == key
+                            for t in targets
+                        ):
+                            return True
+        return False
 
     def _confined(self, facts: FunctionFacts, state: str) -> bool:
         """Say whether only the one task that runs the looping method can mutate ``state``
@@ -1258,8 +1311,8 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
         return drivers.confined(facts.node.name.value, root)
 
     def leave_Module(self, original_node: cst.Module) -> None:
-        for iterable, key, suspension, facts in self._loops:
-            mutation = self._mutated.get(key)
+        for iterable, (key, depth), suspension, facts in self._loops:
+            mutation = self._mutated.get((key, depth))
             if mutation is None:
                 continue
             state = key.split(":", 1)[1]
