@@ -34,12 +34,18 @@ hits every column alike), in one process; a ratio is the time over ``uncontrolle
 * ``random``: one random-walk schedule: a uniformly random thread at every point, so the
   baton changes hands at about half of them, each a real hand-off between OS threads.
 
-Then the cost of one schedule point in nanoseconds (``stock`` minus ``uncontrolled``, over the
-points the run counted).
+Then ``paired``: the median, over the repeats, of each repeat's own ratio of ``stock`` to the
+uncontrolled runs made just before and just after it (their mean), with the lowest and
+highest such ratio. On a machine whose load comes and goes, the minimum of each column can
+come from a quiet moment for one column and a loaded one for another; a ratio of runs made
+a few hundred milliseconds apart compares like with like, so this is the figure to quote.
+Last, the cost of one schedule point in nanoseconds (``stock`` minus ``uncontrolled``, over
+the points the run counted).
 """
 
 from __future__ import annotations
 
+import statistics
 import sys
 import threading
 import time
@@ -150,10 +156,26 @@ def measure(name: str, workload: Workload, repeats: int, skip: set[str]) -> None
     settings = Settings(backend="threads", max_steps=MAX_STEPS)
     best = {column: float("inf") for column in ("uncontrolled", *COLUMNS) if column not in skip}
     points = 0
-    for _ in range(repeats):
+    paired: list[float] = []
+
+    def uncontrolled() -> float:
         started = time.perf_counter()
         workload()
-        best["uncontrolled"] = min(best["uncontrolled"], time.perf_counter() - started)
+        seconds = time.perf_counter() - started
+        best["uncontrolled"] = min(best["uncontrolled"], seconds)
+        return seconds
+
+    for _ in range(repeats):
+        before = uncontrolled()
+        with controlled_exploration((), workload):
+            backend = ThreadsBackend(workload, settings)
+            if not points:
+                points = backend.run(Chooser()).steps
+            started = time.perf_counter()
+            result = backend.run(Chooser())
+            stock = time.perf_counter() - started
+            assert result.kind is None, result.detail
+        paired.append(stock / ((before + uncontrolled()) / 2))
         started = time.perf_counter()
         explore_one(workload)
         best["explore(1)"] = min(best["explore(1)"], time.perf_counter() - started)
@@ -180,6 +202,7 @@ def measure(name: str, workload: Workload, repeats: int, skip: set[str]) -> None
     print(
         f"{name:<14} {base * 1e3:9.1f} "
         + " ".join(f"{c:>15}" for c in cells)
+        + f" {statistics.median(paired):5.2f}x ({min(paired):.2f}-{max(paired):.2f})"
         + f" {points:>8} {per_point:7.0f}",
         flush=True,
     )
@@ -193,12 +216,12 @@ def main(argv: list[str]) -> int:
     print(
         f"python {sys.version.split()[0]}, interlace {interlace.__version__}, schedule points "
         f"from {'sys.monitoring' if sys.version_info >= (3, 12) else 'sys.settrace'}; "
-        f"min of {repeats} runs; ratio = time / uncontrolled"
+        f"min of {repeats} runs; ratio = time / uncontrolled; paired: median of per-run ratios"
     )
     print(
         f"{'workload':<14} {'uncontr ms':>9} "
         + " ".join(f"{c:>15}" for c in COLUMNS)
-        + f" {'points':>8} {'ns/pt':>7}"
+        + f" {'paired (range)':>18} {'points':>8} {'ns/pt':>7}"
     )
     for threads in (2, 8):
         iterations = TOTAL_ITERATIONS // threads

@@ -20,10 +20,16 @@ run's of:
 
 No tool that stops at every line can be cheaper than ``empty hook``: where that column is
 over a target already, the target cannot be met at line granularity on that workload.
+
+Each column is the minimum over the repeats; ``paired`` is the median, over the repeats, of
+each repeat's ratio of ``interlace stock`` to the uncontrolled runs made just before and just
+after it (as in ``threads_overhead.py``: the figure that a machine's changing load moves
+least).
 """
 
 from __future__ import annotations
 
+import statistics
 import sys
 import threading
 import time
@@ -120,25 +126,36 @@ def measure(name: str, workload: Callable[[], None], repeats: int) -> None:
     def keep(column: str, seconds: float) -> None:
         best[column] = min(best.get(column, float("inf")), seconds)
 
-    for _ in range(repeats):
+    paired: list[float] = []
+
+    def uncontrolled() -> float:
         started = time.perf_counter()
         workload()
-        keep("uncontrolled", time.perf_counter() - started)
+        seconds = time.perf_counter() - started
+        keep("uncontrolled", seconds)
+        return seconds
+
+    for _ in range(repeats):
+        uncontrolled()
         keep("empty hook", _under_hook(workload, "empty"))
         keep("counting hook", _under_hook(workload, "counting"))
+        before = uncontrolled()
         with controlled_exploration((), workload):
             backend = ThreadsBackend(workload, settings)
             started = time.perf_counter()
             result = backend.run(Chooser())
-            keep("interlace stock", time.perf_counter() - started)
+            stock = time.perf_counter() - started
+            keep("interlace stock", stock)
             assert result.kind is None, result.detail
+        paired.append(stock / ((before + uncontrolled()) / 2))
     base = best["uncontrolled"]
     print(
         f"{name:<12} {base * 1e3:9.1f} "
         + " ".join(
             f"{best[c] * 1e3:8.1f} {best[c] / base:5.2f}x"
             for c in ("empty hook", "counting hook", "interlace stock")
-        ),
+        )
+        + f" {statistics.median(paired):5.2f}x ({min(paired):.2f}-{max(paired):.2f})",
         flush=True,
     )
 
@@ -155,7 +172,7 @@ def main(argv: list[str]) -> int:
     )
     print(
         f"{'workload':<12} {'uncontr ms':>9} {'empty hook':>15} {'counting hook':>15} "
-        f"{'interlace stock':>15}"
+        f"{'interlace stock':>15} {'paired (range)':>18}"
     )
     measure("dict/list", dict_list_workload(1, TOTAL_ITERATIONS), repeats)
     measure("tight", tight_workload(1, TOTAL_ITERATIONS * 4), repeats)
