@@ -9,6 +9,7 @@ Negatives are named in a comment starting with ``# ok:``.
 # select: IL101, IL104
 
 import asyncio
+import threading
 from enum import Enum
 
 
@@ -417,6 +418,31 @@ class CancellableRunner:
         self._events = asyncio.Queue()
         self._event_task = asyncio.create_task(self._process_events())
 
+    # ok: only this background task adds to `self.tasks`; `cancel` (any task, while the loop
+    # is suspended) only removes, which cannot put `job` back, so the check that found it
+    # absent still holds at the write. Explored with the harness
+    # (tests/linters/test_eval_harness.py): every end state is one a serial order gives.
+    async def _process_events(self):
+        while True:
+            job = await self._events.get()
+            if job in self.tasks:
+                continue
+            await self.announce(job)
+            self.tasks[job] = object()
+
+    async def cancel(self, job):
+        self.tasks.pop(job, None)
+
+    async def announce(self, job):
+        await asyncio.sleep(0)
+
+
+class RestoringRunner:
+    def __init__(self):
+        self.tasks = {}
+        self._events = asyncio.Queue()
+        self._event_task = asyncio.create_task(self._process_events())
+
     async def _process_events(self):
         while True:
             job = await self._events.get()
@@ -425,12 +451,250 @@ class CancellableRunner:
             await self.announce(job)
             self.tasks[job] = object()  # error: IL101
 
-    # Any task can call this while the loop above is suspended.
+    # Any task can call this while the loop above is suspended, and it *adds*: the restored
+    # entry is overwritten (the harness finds it under stock order).
+    async def restore(self, job, task):
+        self.tasks[job] = task
+
+    async def announce(self, job):
+        await asyncio.sleep(0)
+
+
+class CappedClaimer:
+    def __init__(self):
+        self._in_flight = {}
+        self._poller = asyncio.create_task(self._poll())
+
+    async def _poll(self):
+        while True:
+            await self._claim_burst()
+            await asyncio.sleep(1)
+
+    # ok: only the poller adds; done callbacks and `stop` only remove, and removing cannot
+    # take `len(self._in_flight)` back up to the cap.
+    async def _claim_burst(self):
+        while True:
+            if len(self._in_flight) >= 4:
+                break
+            job = await claim()
+            task = asyncio.create_task(run(job))
+            self._in_flight[job] = task
+            task.add_done_callback(lambda _t, j=job: self._in_flight.pop(j, None))
+
+    async def stop(self):
+        self._in_flight.clear()
+
+
+class CappedClaimerWithSubmit(CappedClaimer):
+    # `submit` adds from any task while the burst is suspended: the cap overfills.
+    async def _claim_burst(self):
+        while True:
+            if len(self._in_flight) >= 4:
+                break
+            job = await claim()
+            self._in_flight[job] = asyncio.create_task(run(job))  # error: IL101
+
+    async def submit(self, job):
+        self._in_flight[job] = asyncio.create_task(run(job))
+
+
+class ExactCountClaimer:
+    def __init__(self):
+        self._in_flight = {}
+        self._poller = asyncio.create_task(self._claim())
+
+    # A removal can change `len(...) == 3` either way: nothing is known to hold.
+    async def _claim(self):
+        while True:
+            if len(self._in_flight) == 3:
+                return
+            job = await claim()
+            self._in_flight[job] = job  # error: IL101
+
+    async def finish(self, job):
+        self._in_flight.pop(job, None)
+
+
+class PresenceRunner:
+    def __init__(self):
+        self.tasks = {}
+        self._events = asyncio.Queue()
+        self._event_task = asyncio.create_task(self._process_events())
+
+    # The check found `job` present; a concurrent `cancel` removes it, and the write puts
+    # back an entry the cancel had taken out.
+    async def _process_events(self):
+        while True:
+            job = await self._events.get()
+            if job not in self.tasks:
+                continue
+            await self.announce(job)
+            self.tasks[job] = "announced"  # error: IL101
+
     async def cancel(self, job):
         self.tasks.pop(job, None)
 
     async def announce(self, job):
         await asyncio.sleep(0)
+
+
+class EitherWayRunner:
+    def __init__(self):
+        self.tasks = {}
+        self._events = asyncio.Queue()
+        self._event_task = asyncio.create_task(self._process_events())
+
+    # One path found `job` absent, the other present: where they meet, neither holds.
+    async def _process_events(self):
+        while True:
+            job, fresh = await self._events.get()
+            if fresh:
+                if job in self.tasks:
+                    continue
+            else:
+                if job not in self.tasks:
+                    continue
+            await self.announce(job)
+            self.tasks[job] = "announced"  # error: IL101
+
+    async def cancel(self, job):
+        self.tasks.pop(job, None)
+
+    async def announce(self, job):
+        await asyncio.sleep(0)
+
+
+async def claim():
+    await asyncio.sleep(0)
+    return object()
+
+
+async def run(job):
+    await asyncio.sleep(0)
+
+
+class ReentrantLock:
+    def __init__(self):
+        self._lock = asyncio.Lock()
+        self._owner = None
+        self._depth = 0
+
+    # ok: the check asks whether this task already owns the lock. Every writer stores `None`
+    # or its own `current_task()`, so no other task can make the owner this one while it
+    # waits for the lock.
+    async def __aenter__(self):
+        task = asyncio.current_task()
+        if self._owner is task:
+            self._depth += 1
+            return self
+        await self._lock.acquire()
+        self._owner = task
+        self._depth = 1
+        return self
+
+    async def __aexit__(self, *exc):
+        self._depth -= 1
+        if self._depth == 0:
+            self._owner = None
+            self._lock.release()
+
+
+class ThreadOwnedAsyncLock:
+    def __init__(self):
+        self._lock = asyncio.Lock()
+        self._owner = None
+
+    # Every task on the loop has the same thread id: another task's acquire stores this id.
+    async def acquire(self):
+        me = threading.get_ident()
+        if self._owner == me:
+            return
+        await self._lock.acquire()
+        self._owner = me  # error: IL101
+
+    def release(self):
+        self._owner = None
+        self._lock.release()
+
+
+class HandoffLock:
+    def __init__(self):
+        self._owner = None
+        self._waiters = []
+
+    # `release` hands ownership to a waiting task, which may be this one.
+    async def acquire(self):
+        task = asyncio.current_task()
+        if self._owner is task:
+            return
+        await asyncio.sleep(0)
+        self._owner = task  # error: IL101
+
+    def release(self):
+        self._owner = self._waiters.pop(0) if self._waiters else None
+
+
+class OwnerCheckedPresent:
+    def __init__(self):
+        self._owner = None
+
+    # The check found the owner to be this task; another task's `steal` can undo that.
+    async def renew(self):
+        task = asyncio.current_task()
+        if self._owner is not task:
+            return
+        await asyncio.sleep(0)
+        self._owner = task  # error: IL101
+
+    def steal(self):
+        self._owner = None
+
+
+class Waker:
+    def __init__(self):
+        self._wake = None
+
+    def start(self):
+        self._wake = asyncio.Event()
+
+    def stop(self):
+        self._wake = None
+
+    # ok: the test only asked whether the local `event` is `None`, and the clear acts on the
+    # object through that same local, which no other task can rebind: `stop()` meanwhile
+    # changes `self._wake`, not `event`.
+    async def wait_for_work(self):
+        event = self._wake
+        if event is None:
+            return
+        await event.wait()
+        event.clear()
+
+    # The attribute itself: `stop()` during the wait makes `self._wake.clear()` fail.
+    async def wait_on_attribute(self):
+        if self._wake is None:
+            return
+        await self._wake.wait()
+        self._wake.clear()  # error: IL101
+
+    # The local is read again after the wait: the check was about the earlier object.
+    async def wait_then_reread(self):
+        event = self._wake
+        if event is None:
+            return
+        await asyncio.sleep(1)
+        event, _ = self._wake, None
+        event.clear()  # error: IL101
+
+    def add(self, item):
+        self._buf.append(item)
+
+    # A truth test of a local copy asks about the contents, which other tasks change.
+    async def flush(self):
+        buf = self._buf
+        if buf:
+            await self.send(list(buf))
+            buf.clear()  # error: IL101
 
 
 class WorkerPool:

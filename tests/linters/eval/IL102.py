@@ -445,3 +445,76 @@ class Dispatcher:
         finally:
             if took:
                 self._lock.release()
+
+
+class ReentrantThreadLock:
+    def __init__(self):
+        self._block = threading.Lock()
+        self._owner = None
+        self._count = 0
+
+    # ok: the check asks whether this thread already owns the lock. Every writer stores
+    # `None` or its own `get_ident()`, so no other thread can make the owner this one.
+    def acquire(self):
+        me = threading.get_ident()
+        if self._owner == me:
+            self._count += 1
+            return
+        self._block.acquire()
+        self._owner = me
+        self._count = 1
+
+    def release(self):
+        self._count -= 1
+        if self._count == 0:
+            self._owner = None
+            self._block.release()
+
+
+class HandoffThreadLock:
+    def __init__(self):
+        self._block = threading.Lock()
+        self._owner = None
+        self._next = None
+
+    # `handoff` stores another thread's id, which may be this thread's.
+    def acquire(self):
+        me = threading.get_ident()
+        if self._owner == me:
+            return
+        self._block.acquire()
+        self._owner = me  # error: IL102
+
+    def handoff(self):
+        with self._block:
+            self._owner = self._next
+
+
+class Outbox:
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._pending = None
+
+    def reset(self):
+        with self._lock:
+            self._pending = None
+
+    # ok: the test asked only whether the local copy is `None`; the store goes to that same
+    # object, and no other thread can rebind this function's local.
+    def add(self, key, item):
+        pending = self._pending
+        if pending is None:
+            return
+        pending[key] = item
+        log(item)
+
+    # The attribute itself: `reset()` can set it to `None` between the test and the store.
+    def add_to_attribute(self, key, item):
+        if self._pending is None:
+            return
+        self._pending[key] = item  # error: IL102
+        log(item)
+
+
+def log(item):
+    print(item)

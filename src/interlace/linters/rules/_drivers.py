@@ -20,7 +20,9 @@ suspended. Some methods never have that company, and the class says so in its ow
 
 State that only such *driven* methods write (``__init__`` aside) cannot change while one of
 them is suspended: every writer runs in the one task that is suspended
-(:meth:`Drivers.confined`).
+(:meth:`Drivers.confined`). State that only driven methods *grow*, while other code only
+removes from it (``pop``, ``discard``, ``remove``, ``clear``, ``del d[k]``: a done callback,
+``stop()``), can only shrink while one of them is suspended (:meth:`Drivers.only_shrinks`).
 Private means the class's own: a method whose name starts with ``_`` but not ``__``, the same
 convention :mod:`._locking` relies on for helpers called with a lock held.
 
@@ -40,6 +42,8 @@ __all__ = ("Drivers", "drivers_of")
 
 _TASK_STARTERS = frozenset({"create_task", "ensure_future"})
 _WRITING_METHODS = MUTATORS | {"setdefault"}
+_REMOVING_METHODS = frozenset({"clear", "discard", "pop", "popitem", "popleft", "remove"})
+"""Methods that only take elements out of a list, dict, set or deque."""
 _NESTED = ""
 """The writer recorded for a write inside a nested function or lambda: never a driven method."""
 
@@ -61,6 +65,8 @@ class _Method:
     refs: list[tuple[str, str]] = field(default_factory=list)
     writes: set[str] = field(default_factory=set)
     nested_writes: set[str] = field(default_factory=set)
+    grows: set[str] = field(default_factory=set)
+    nested_grows: set[str] = field(default_factory=set)
     in_place: set[str] = field(default_factory=set)
 
 
@@ -72,12 +78,15 @@ class Drivers:
         driven: names of methods that only ever run in one task (see the module docstring).
         writers: for each ``self.<attr>``, the methods that write it outside ``__init__``
             (``""`` for a write in a nested function or lambda).
+        growers: the same, counting only writes that may add to the state: anything but the
+            removing methods (``pop``, ``discard``, ...) and ``del x[k]``.
         in_place: the ``self.<attr>`` that some method other than ``__init__`` mutates in
             place (``.append()``, ``[k] = v``, ``+=``, ``del x[k]``) rather than replaces.
     """
 
     driven: frozenset[str]
     writers: dict[str, frozenset[str]]
+    growers: dict[str, frozenset[str]]
     in_place: frozenset[str]
 
     def confined(self, method: str, state: str) -> bool:
@@ -86,6 +95,14 @@ class Drivers:
         method that writes the state."""
         return method in self.driven and all(
             writer in self.driven for writer in self.writers.get(state, frozenset())
+        )
+
+    def only_shrinks(self, method: str, state: str) -> bool:
+        """Say whether, while ``method`` is suspended, ``state`` can only lose elements: the
+        method is driven, and so is every method that may add to the state; the others only
+        remove from it."""
+        return method in self.driven and all(
+            writer in self.driven for writer in self.growers.get(state, frozenset())
         )
 
 
@@ -170,6 +187,7 @@ def _scan(function: cst.FunctionDef) -> _Method:
             stack.extend((child, True) for child in children(node))
             continue
         writes = method.nested_writes if nested else method.writes
+        grows = method.nested_grows if nested else method.grows
         targets: list[cst.BaseExpression] = []
         if isinstance(node, cst.Assign):
             targets = [t for target in node.targets for t in _targets(target.target)]
@@ -210,6 +228,8 @@ def _scan(function: cst.FunctionDef) -> _Method:
                 if root is not None:
                     writes.add(root)
                     method.in_place.add(root)
+                    if func.attr.value not in _REMOVING_METHODS:
+                        grows.add(root)
         elif isinstance(node, cst.Attribute) and id(node) not in consumed:
             name = _self_method(node)
             if name is not None:
@@ -218,6 +238,8 @@ def _scan(function: cst.FunctionDef) -> _Method:
             root = _self_root(target)
             if root is not None:
                 writes.add(root)
+                if not (isinstance(node, cst.Del) and isinstance(target, cst.Subscript)):
+                    grows.add(root)
                 if isinstance(node, cst.AugAssign) or not (
                     isinstance(target, cst.Attribute) and _self_method(target) is not None
                 ):
@@ -261,6 +283,7 @@ def drivers_of(functions: Iterable[cst.FunctionDef]) -> Drivers:
                 driven.add(name)
                 changed = True
     writers: dict[str, set[str]] = {}
+    growers: dict[str, set[str]] = {}
     in_place: set[str] = set()
     for method in methods:
         if method.name in INIT_METHODS:
@@ -270,8 +293,13 @@ def drivers_of(functions: Iterable[cst.FunctionDef]) -> Drivers:
             writers.setdefault(state, set()).add(method.name)
         for state in method.nested_writes:
             writers.setdefault(state, set()).add(_NESTED)
+        for state in method.grows:
+            growers.setdefault(state, set()).add(method.name)
+        for state in method.nested_grows:
+            growers.setdefault(state, set()).add(_NESTED)
     return Drivers(
         driven=frozenset(driven),
         writers={state: frozenset(names) for state, names in writers.items()},
+        growers={state: frozenset(names) for state, names in growers.items()},
         in_place=frozenset(in_place),
     )

@@ -36,6 +36,7 @@ from interlace.linters.rules._flow import (
     INIT_METHODS,
     FactsCollector,
     FunctionFacts,
+    ImportAliases,
     StateNames,
     block_body,
     children,
@@ -67,6 +68,13 @@ class _Check:
         positive: on this path the checked object exists (``if self._x:``, ``if self._x is
             not None:``) or does not (``False``); ``None`` when the test says neither.
         alone: the test reads no other shared state (``if self._x is None and enabled:``).
+        outcome: the test came out true on this path (in the code it guards), or false (its
+            other branch, or the code after a guard clause); ``None`` where paths on which it
+            came out differently, or different checks, meet.
+        reads: every sub-expression of the test that reads the same state (``k in d and
+            len(d) < n`` reads ``d`` twice).
+        binding: when the check reads a local that holds shared state (``event`` after
+            ``event = self._wake``), that local and how often it had been bound by then.
         effect: the first non-idempotent effect after the check on some path (IL102).
         pending: an idempotent write under this check (IL102), reported only if the code the
             check guards goes on to do something non-idempotent.
@@ -84,6 +92,9 @@ class _Check:
     test: cst.CSTNode | None = None
     positive: bool | None = None
     alone: bool = False
+    outcome: bool | None = True
+    reads: tuple[cst.CSTNode, ...] = ()
+    binding: tuple[str, int] | None = None
     effect: cst.CSTNode | None = None
     pending: Finding | None = None
     reread: frozenset[int] = frozenset()
@@ -126,6 +137,13 @@ def _merge(*states: _State | None) -> _State | None:
                 out[key] = check if known is None or not known.mixed else _mixed(check)
             elif check.mixed and not known.mixed:
                 out[key] = _mixed(known)
+            if (
+                known is not None
+                and known is not check
+                and (known.node is not check.node or known.outcome != check.outcome)
+            ):
+                # What the test established differs between the paths: neither holds.
+                out[key] = replace(out[key], outcome=None)
     return out
 
 
@@ -324,13 +342,233 @@ def _existence(test: cst.BaseExpression, *, outcome: bool = True) -> dict[int, b
     return found
 
 
+def _tested_for_none(test: cst.BaseExpression, node: cst.CSTNode) -> bool:
+    """Say whether ``node`` is read in ``test`` only as ``node is None`` / ``node is not
+    None``: a question about which object it is, not about the object's contents."""
+    stack: list[cst.BaseExpression] = [test]
+    while stack:
+        expr = stack.pop()
+        if isinstance(expr, cst.UnaryOperation):
+            stack.append(expr.expression)
+        elif isinstance(expr, cst.BooleanOperation):
+            stack.extend((expr.left, expr.right))
+        elif isinstance(expr, cst.Comparison) and expr.left is node:
+            target = expr.comparisons[0] if len(expr.comparisons) == 1 else None
+            return (
+                target is not None
+                and isinstance(target.operator, (cst.Is, cst.IsNot))
+                and isinstance(target.comparator, cst.Name)
+                and target.comparator.value == "None"
+            )
+    return False
+
+
 def _negated(state: _State, test: cst.BaseExpression) -> _State:
     """The checks of ``test`` as seen on its other branch, where the test came out false."""
     answers = _existence(test, outcome=False)
     return {
-        key: replace(check, positive=answers.get(id(check.node))) if check.test is test else check
+        key: replace(check, positive=answers.get(id(check.node)), outcome=False)
+        if check.test is test
+        else check
         for key, check in state.items()
     }
+
+
+def _kept(check: _Check, move: Callable[[cst.BaseExpression, set[int]], int | None]) -> bool:
+    """Say whether the test that made ``check`` would still come out the same way if it ran
+    again after what other tasks or threads can do to the state meanwhile.
+
+    ``move(expr, reads)`` says how that can move ``expr``, a read of the state (``reads`` holds
+    every sub-expression of the test that reads it) that is not ``not``, ``and`` or ``or``:
+    ``1`` only towards true, ``-1`` only towards false, ``0`` not at all, ``None`` unknown.
+    ``not`` flips a direction and ``and``/``or`` are monotone, so the outcome is kept when
+    every read moves the whole test only towards the outcome it had.
+    """
+    test = check.test
+    if not isinstance(test, cst.BaseExpression) or check.outcome is None:
+        return False
+    reads = {id(node) for node in check.reads}
+    moves: set[int] = set()
+    stack: list[tuple[cst.BaseExpression, int]] = [(test, 1)]
+    while stack:
+        expr, sign = stack.pop()
+        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+            stack.append((expr.expression, -sign))
+        elif isinstance(expr, cst.BooleanOperation):
+            stack.extend(((expr.left, sign), (expr.right, sign)))
+        elif _reads_any(expr, reads):
+            direction = move(expr, reads)
+            if direction is None:
+                return False
+            if direction:
+                moves.add(direction * sign)
+    return moves <= {1 if check.outcome else -1}
+
+
+def _removal_move(expr: cst.BaseExpression, reads: set[int]) -> int | None:
+    """How removing elements from a container moves a read of it (see :func:`_kept`):
+    ``k in d``, ``d``, ``d.get(k)`` and ``len(d) > n`` can only turn false, ``k not in d``,
+    ``d.get(k) is None`` and ``len(d) < n`` only true, and ``d is None`` not at all. Other
+    reads (``len(d) == n``, ``d[k] > 0``) are unknown."""
+    if id(expr) in reads:
+        # Truthiness of the container, of `d.get(k)` or of `len(d)`: only turns false.
+        return -1
+    if not isinstance(expr, cst.Comparison) or len(expr.comparisons) != 1:
+        return None
+    left, target = expr.left, expr.comparisons[0]
+    right, operator = target.comparator, target.operator
+    if id(right) in reads and isinstance(operator, (cst.In, cst.NotIn)):
+        if _reads_any(left, reads) or _what_is_read(right) != "container":
+            return None
+        return 1 if isinstance(operator, cst.NotIn) else -1
+    if id(left) in reads and not _reads_any(right, reads):
+        return _comparison_move(_what_is_read(left), operator, right, mirrored=False)
+    if id(right) in reads and not _reads_any(left, reads):
+        return _comparison_move(_what_is_read(right), operator, left, mirrored=True)
+    return None
+
+
+_TASK_IDENTITY = frozenset(
+    {"asyncio.current_task", "asyncio.tasks.current_task", "trio.lowlevel.current_task"}
+)
+"""Calls that return the running task: inside a coroutine run by the loop, never ``None``."""
+_THREAD_IDENTITY = frozenset(
+    {
+        "_thread.get_ident",
+        "threading.current_thread",
+        "threading.get_ident",
+        "threading.get_native_id",
+    }
+)
+"""Calls that return something only the running thread gets (all tasks of one event loop get
+the same answer, so these say nothing about tasks)."""
+
+
+def _identity_call(expr: cst.BaseExpression, calls: frozenset[str], aliases: ImportAliases) -> bool:
+    return isinstance(expr, cst.Call) and not expr.args and aliases.qualify(expr.func) in calls
+
+
+def _bound_only_to(
+    function: cst.FunctionDef, name: str, fits: Callable[[cst.BaseExpression], bool]
+) -> bool:
+    """Say whether every binding of the local ``name`` in ``function`` is a plain ``name =
+    value`` whose value ``fits`` (and there is one): then wherever the function reads it, it
+    holds such a value. A parameter, a tuple target, a loop variable, ``global``/``nonlocal``
+    (here or in a nested function, which could rebind it while this one is suspended) or any
+    other binding form makes the answer no."""
+    params = function.params
+    every = (*params.posonly_params, *params.params, *params.kwonly_params)
+    every += tuple(p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param))
+    if any(p.name.value == name for p in every):
+        return False
+    stack: list[cst.CSTNode] = [function.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.Global, cst.Nonlocal)) and any(
+            n.name.value == name for n in node.names
+        ):
+            return False
+        stack.extend(children(node))
+    found = False
+    for node in _own_nodes(function.body):
+        bound: cst.CSTNode | None = None
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                if isinstance(target.target, cst.Name) and target.target.value == name:
+                    if len(node.targets) != 1 or not fits(node.value):
+                        return False
+                    found = True
+                else:
+                    bound = target.target
+        elif isinstance(node, cst.AnnAssign):
+            if isinstance(node.target, cst.Name) and node.target.value == name:
+                if node.value is None or not fits(node.value):
+                    return False
+                found = True
+        elif isinstance(node, (cst.AugAssign, cst.For, cst.NamedExpr, cst.Del)):
+            bound = node.target
+        elif isinstance(node, (cst.AsName, cst.MatchAs, cst.MatchStar)):
+            bound = node.name
+        if bound is not None and any(n.value == name for n in _names(bound)):
+            return False
+    return found
+
+
+def _identity_move(
+    mine: Callable[[cst.BaseExpression], bool],
+) -> Callable[[cst.BaseExpression, set[int]], int | None]:
+    """How other tasks (threads) can move a test of whether the state holds the running
+    task's (thread's) own identity (see :func:`_kept`): ``state is mine`` and ``state ==
+    mine`` can only turn false, ``is not``/``!=`` only true, given that every writer stores
+    ``None`` or its *own* identity, never this one's (:meth:`_Scopes.task_local`)."""
+
+    def move(expr: cst.BaseExpression, reads: set[int]) -> int | None:
+        if not isinstance(expr, cst.Comparison) or len(expr.comparisons) != 1:
+            return None
+        left, target = expr.left, expr.comparisons[0]
+        right, operator = target.comparator, target.operator
+        if id(left) in reads:
+            read, other = left, right
+        elif id(right) in reads:
+            read, other = right, left
+        else:
+            return None
+        if _what_is_read(read) != "container" or _reads_any(other, reads) or not mine(other):
+            return None
+        if isinstance(operator, (cst.Is, cst.Equal)):
+            return -1
+        if isinstance(operator, (cst.IsNot, cst.NotEqual)):
+            return 1
+        return None
+
+    return move
+
+
+def _what_is_read(node: cst.CSTNode) -> str:
+    """Which view of the container a check reads: ``size`` (``len(d)``), ``lookup``
+    (``d.get(k)``), ``container`` (``d`` itself) or ``element`` (``d[k]``, anything else)."""
+    if isinstance(node, cst.Call):
+        func = node.func
+        if isinstance(func, cst.Name) and func.value == "len":
+            return "size"
+        if isinstance(func, cst.Attribute) and func.attr.value == "get":
+            return "lookup"
+        return "element"
+    return "container" if isinstance(node, (cst.Name, cst.Attribute)) else "element"
+
+
+def _comparison_move(
+    view: str, operator: cst.BaseCompOp, other: cst.BaseExpression, mirrored: bool
+) -> int | None:
+    """How removing elements moves ``<view> <operator> other`` (``other <operator> <view>``
+    when ``mirrored``): ``1`` towards true, ``-1`` towards false, ``0`` not at all, ``None``
+    unknown."""
+    if isinstance(other, cst.Name) and other.value == "None":
+        if not isinstance(operator, (cst.Is, cst.IsNot)):
+            return None
+        if view == "container":
+            return 0
+        if view == "lookup":
+            return 1 if isinstance(operator, cst.Is) else -1
+        return None
+    if view != "size":
+        return None
+    below = isinstance(operator, (cst.LessThan, cst.LessThanEqual))
+    above = isinstance(operator, (cst.GreaterThan, cst.GreaterThanEqual))
+    if not (below or above):
+        return None
+    # `len(d) < n` turns true as `d` shrinks; `n < len(d)` turns false.
+    return 1 if below != mirrored else -1
+
+
+def _reads_any(expr: cst.CSTNode, reads: set[int]) -> bool:
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if id(node) in reads:
+            return True
+        stack.extend(children(node))
+    return False
 
 
 _BUILDERS = frozenset({"dict", "frozenset", "list", "set", "sorted", "tuple"})
@@ -542,7 +780,7 @@ class CheckThenActFlow:
         elif check.test is not None and not defer:
             for other in [k for k, c in state.items() if c.test is check.test]:
                 del state[other]
-        if not self.accept(key):
+        if not self.accept(key) or self._snapshot(key, node, check):
             return
         if not self.threaded:
             # Only asyncio makes these idempotent: threads interleave inside the teardown too.
@@ -564,6 +802,29 @@ class CheckThenActFlow:
             state[key] = replace(check, pending=Finding(key, node, check))
             return
         self._report(Finding(key, node, check, value))
+
+    def _snapshot(self, key: str, node: cst.CSTNode, check: _Check) -> bool:
+        """Say whether the check only asked whether a local copy of the state is ``None``
+        (``event = self._wake; if event is None: return``) and the write acts on the object
+        through that same binding of the local (``event.clear()``, ``buf[k] = v``). No other
+        task or thread can rebind this function's local, so what the check found stays true
+        whatever happens to ``self._wake`` meanwhile: nothing here acts on a stale check."""
+        binding = check.binding
+        if binding is None or not isinstance(check.test, cst.BaseExpression):
+            return False
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            receiver: cst.BaseExpression = node.func.value
+        elif isinstance(node, cst.Subscript):
+            receiver = node.value
+        else:
+            return False
+        if self.names.binding(receiver) != binding:
+            return False
+        reads = [n for k, n in self._check_keys(check.test) if k == key]
+        return all(
+            isinstance(n, cst.Name) and n.value == binding[0] and _tested_for_none(check.test, n)
+            for n in reads
+        )
 
     def _report(self, finding: Finding) -> None:
         if id(finding.check.node) not in self._reported:
@@ -691,6 +952,7 @@ class CheckThenActFlow:
             self._expr(stmt.value, state)
             for key, node in names.write_keys(stmt.target):
                 self._write(state, key, node)
+            names.touch(stmt.target)
         elif isinstance(stmt, cst.AnnAssign):
             if stmt.value is not None:
                 self._expr(stmt.value, state)
@@ -746,7 +1008,13 @@ class CheckThenActFlow:
         exists = _existence(test)
         for key, node in keys:
             inner[key] = _Check(
-                node, locks, test=test, positive=exists.get(id(node)), alone=len(keys) == 1
+                node,
+                locks,
+                test=test,
+                positive=exists.get(id(node)),
+                alone=len(keys) == 1,
+                reads=tuple(n for k, n in keys if k == key),
+                binding=self.names.binding(node),
             )
         return inner, [key for key, _ in keys]
 
@@ -898,6 +1166,77 @@ class CheckThenActFlow:
         return final if result is not None else None
 
 
+def _stores_only(
+    function: cst.FunctionDef,
+    attr: str,
+    mine_in: Callable[[cst.FunctionDef], Callable[[cst.BaseExpression], bool]],
+) -> bool:
+    """Say whether ``function`` (and every function nested in it) writes ``self.<attr>`` only
+    by assigning ``None`` or a value ``mine_in(function)`` accepts, and touches it no other
+    way (no subscript, attribute, in-place call, ``+=`` or ``del``)."""
+    mine = mine_in(function)
+    for node in _own_nodes(function.body):
+        if isinstance(node, cst.FunctionDef) and not _stores_only(node, attr, mine_in):
+            return False
+        if isinstance(node, cst.Lambda) and any(
+            isinstance(n, cst.Call)
+            and isinstance(n.func, cst.Attribute)
+            and _writes_self_attr(n.func.value, attr)
+            for n in _all_nodes(node.body)
+        ):
+            return False
+        targets: list[cst.BaseExpression] = []
+        if isinstance(node, cst.Assign):
+            targets = [t.target for t in node.targets]
+        elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.Del)):
+            targets = [node.target]
+        elif (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Attribute)
+            and _writes_self_attr(node.func.value, attr)
+        ):
+            return False
+        for target in targets:
+            if _self_attr(target) == attr and isinstance(node, (cst.Assign, cst.AnnAssign)):
+                value = node.value
+                if value is None or not (
+                    (isinstance(value, cst.Name) and value.value == "None") or mine(value)
+                ):
+                    return False
+            elif any(_writes_self_attr(n, attr) for n in _own_nodes(target)):
+                return False
+    return True
+
+
+def _all_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(children(current))
+
+
+def _self_attr(node: cst.CSTNode) -> str | None:
+    """``x`` for ``self.x`` / ``cls.x``, else ``None``."""
+    if (
+        isinstance(node, cst.Attribute)
+        and isinstance(node.value, cst.Name)
+        and node.value.value in ("self", "cls")
+    ):
+        return node.attr.value
+    return None
+
+
+def _writes_self_attr(node: cst.CSTNode, attr: str) -> bool:
+    """Say whether ``node`` is ``self.<attr>`` or reaches into it (``self.<attr>[k]``,
+    ``self.<attr>.x``), as an assignment target or a method's receiver."""
+    while isinstance(node, (cst.Attribute, cst.Subscript)):
+        if _self_attr(node) == attr:
+            return True
+        node = node.value
+    return False
+
+
 def _related(finding: Finding, what: str) -> list[Related]:
     related = [Related(finding.check.node, f"`{finding.state}` is checked here")]
     if finding.check.suspension is not None:
@@ -995,6 +1334,63 @@ class _Scopes:
             and drivers.confined(facts.node.name.value, _state_root(state))
         )
 
+    def shrinks(self, facts: FunctionFacts, finding: Finding) -> bool:
+        """Say whether no other task can invalidate the check while the method is suspended:
+        only the task that runs the method can add to the state, the others only remove from
+        it (:meth:`Drivers.only_shrinks`), and the check established something removing cannot
+        undo (:func:`_removal_move`: a cap not reached, a key absent)."""
+        drivers = self.drivers(facts)
+        return (
+            drivers is not None
+            and finding.state.startswith("self.")
+            and drivers.only_shrinks(facts.node.name.value, _state_root(finding.state))
+            and _kept(finding.check, _removal_move)
+        )
+
+    def task_local(
+        self,
+        facts: FunctionFacts,
+        finding: Finding,
+        calls: frozenset[str],
+        aliases: ImportAliases,
+    ) -> bool:
+        """Say whether the check found that ``self._owner`` does not hold the running task's
+        own identity (``if self._owner is asyncio.current_task(): ...`` on its false branch;
+        ``threading.get_ident()`` for threads), and every method stores in ``self._owner``
+        only ``None`` or the identity of whoever runs it. Then no other task can make the
+        check true while this one is suspended: each stores its own task, never this one's
+        (the re-entrant lock's owner test). The test ``mine`` accepts the identity call or a
+        local bound only to it."""
+        check = finding.check
+        root = _state_root(finding.state)
+        if (
+            facts.class_name is None
+            or finding.state != root
+            or not isinstance(check.test, cst.BaseExpression)
+        ):
+            return False
+
+        def mine_in(function: cst.FunctionDef) -> Callable[[cst.BaseExpression], bool]:
+            def fits(expr: cst.BaseExpression) -> bool:
+                return _identity_call(expr, calls, aliases)
+
+            def mine(expr: cst.BaseExpression) -> bool:
+                return fits(expr) or (
+                    isinstance(expr, cst.Name) and _bound_only_to(function, expr.value, fits)
+                )
+
+            return mine
+
+        if not _kept(check, _identity_move(mine_in(facts.node))):
+            return False
+        attr = root.split(".", 1)[1]
+        for method in self.scope(facts.class_name).functions:
+            if method.name.value in INIT_METHODS:
+                continue
+            if not _stores_only(method, attr, mine_in):
+                return False
+        return True
+
     def memo(self, facts: FunctionFacts, finding: Finding) -> bool:
         """Say whether the write fills a memo with plain data: it replaces a whole attribute
         (``self._x = ...``) with a container built fresh from data in hand (:func:`_fresh_data`),
@@ -1073,7 +1469,15 @@ class FlagCheckThenActAcrossAwait(FactsCollector, Rule):
         "one consumer drives; a coroutine that consumes the object itself with `async for _ in "
         "self`; a private coroutine the object starts once as its own background task, keeping "
         "the handle in one attribute; private helpers only those call or await) when "
-        "every method that writes the state is such code too, and for a memo of plain data "
+        "every method that writes the state is such code too, or when every other method "
+        "only removes from it (`pop`, `discard`, `clear`, `del d[k]`) and the check found "
+        "something a removal cannot undo (a key absent, `len(d)` under a cap, an empty "
+        "container); when the check asked whether the state is this task's own "
+        "(`self._owner is asyncio.current_task()` on its false branch, with every writer "
+        "storing `None` or its own task), which no other task can make true; when the check "
+        "only asked whether a local copy is `None` (`event = self._wake; if event is None: "
+        "return`) and the write goes through that same local (`event.clear()`), which no "
+        "other task can rebind; and for a memo of plain data "
         "(`self._names = sorted(...)`, a comprehension: a fresh container built from the "
         "function's own data, with no await or call in it but pure builtins and reads, and "
         "never mutated in place), where a second task that also missed the memo only "
@@ -1167,6 +1571,30 @@ class FlagCheckThenActAcrossAwait(FactsCollector, Rule):
         "            if job not in self.tasks:\n"
         "                await self.announce(job)\n"
         "                self.tasks[job] = job\n",
+        # Other tasks only remove from `self.tasks`, which cannot put `job` back.
+        "class R:\n"
+        "    def __init__(self):\n"
+        "        self._task = asyncio.create_task(self._loop())\n"
+        "    async def _loop(self):\n"
+        "        while True:\n"
+        "            job = await self._q.get()\n"
+        "            if job not in self.tasks:\n"
+        "                await self.announce(job)\n"
+        "                self.tasks[job] = job\n"
+        "    async def forget(self, job):\n"
+        "        self.tasks.pop(job, None)\n",
+        # The owner test of a re-entrant lock: no other task can make this task the owner.
+        "import asyncio\n"
+        "class L:\n"
+        "    async def acquire(self):\n"
+        "        task = asyncio.current_task()\n"
+        "        if self._owner is task:\n"
+        "            return\n"
+        "        await self._lock.acquire()\n"
+        "        self._owner = task\n"
+        "    def release(self):\n"
+        "        self._owner = None\n"
+        "        self._lock.release()\n",
         # A memo of plain data: a duplicate only repeats work.
         "class C:\n"
         "    async def names(self):\n"
@@ -1196,7 +1624,7 @@ class FlagCheckThenActAcrossAwait(FactsCollector, Rule):
         "        value = await self.fetch(k)\n"
         "        self._cache[k] = value\n"
         "        return value\n",
-        # The background loop's state is also written by a public method.
+        # The background loop's state is also added to by a public method.
         "class R:\n"
         "    def __init__(self):\n"
         "        self._task = asyncio.create_task(self._loop())\n"
@@ -1206,8 +1634,8 @@ class FlagCheckThenActAcrossAwait(FactsCollector, Rule):
         "            if job not in self.tasks:\n"
         "                await self.announce(job)\n"
         "                self.tasks[job] = job\n"
-        "    async def forget(self, job):\n"
-        "        self.tasks.pop(job, None)\n",
+        "    async def adopt(self, job, task):\n"
+        "        self.tasks[job] = task\n",
     )
 
     def __init__(self, context: LintContext) -> None:
@@ -1237,9 +1665,16 @@ class FlagCheckThenActAcrossAwait(FactsCollector, Rule):
             if self._scopes.covered(facts):
                 continue
             for finding in findings:
-                if self._scopes.confined(facts, finding.state) or self._scopes.memo(facts, finding):
-                    # Only the task that is suspended writes the state, or the write
-                    # replaces a memo of plain data: no other task's work is lost.
+                if (
+                    self._scopes.confined(facts, finding.state)
+                    or self._scopes.shrinks(facts, finding)
+                    or self._scopes.task_local(facts, finding, _TASK_IDENTITY, self.aliases)
+                    or self._scopes.memo(facts, finding)
+                ):
+                    # Only the task that is suspended writes the state (or adds to it, and
+                    # the check survives removals), no other task can make the check true
+                    # (it asked whether the state is this task's own), or the write replaces
+                    # a memo of plain data: no other task's work is lost.
                     continue
                 if self._scopes.lazy(facts, finding) is not self.lazy_init:
                     continue
@@ -1440,7 +1875,11 @@ class FlagUnlockedCheckThenAct(FactsCollector, Rule):
         "asserting `lock.locked()`, runs under its caller's lock and is not reported. A lock "
         "counts as held across a `try` whose `finally` releases it, however it was taken "
         "(`if not self._acquire_before(self._lock, deadline): return`), since releasing a "
-        "lock that is not held raises. Benign "
+        "lock that is not held raises. A check that only this thread can make true is not "
+        "stale either: a re-entrant lock's `if self._owner == threading.get_ident()` on its "
+        "false branch, when every writer stores `None` or its own thread's identity; nor is "
+        "a test of whether a local copy is `None` (`pending = self._pending; if pending is "
+        "None: return`) followed by a write through that same local. Benign "
         "races are left alone: a write that stores a constant (`self._started = True`, `= "
         "None`) or clears (`.clear()`, `.discard()`) is reported only if the guarded code also "
         "does something a second thread must not repeat (calls out, starts a thread, appends, "
@@ -1696,6 +2135,10 @@ class FlagUnlockedCheckThenAct(FactsCollector, Rule):
                 # A helper whose every caller holds the lock runs under that lock.
                 continue
             for finding in findings:
+                if self._scopes.task_local(facts, finding, _THREAD_IDENTITY, self.aliases):
+                    # The check asked whether this thread owns the state; no other thread
+                    # can make that true.
+                    continue
                 root = _root(finding.state, evidence)
                 found = evidence[root]
                 guarded = self._guarded_by_lock(finding.state, root, owner, found)
