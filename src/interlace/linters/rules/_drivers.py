@@ -97,6 +97,15 @@ class Drivers:
             writer in self.driven for writer in self.writers.get(state, frozenset())
         )
 
+    def configuration(self, state: str) -> bool:
+        """Say whether ``state`` (``self.mode``, ``self.cfg.x``) is configuration: an attribute
+        of the object that no method but ``__init__`` writes or mutates, so it holds what the
+        constructor gave it for the object's whole life."""
+        if not state.startswith("self."):
+            return False
+        root = ".".join(state.split(".", 2)[:2])
+        return root not in self.writers and root not in self.in_place
+
     def only_shrinks(self, method: str, state: str) -> bool:
         """Say whether, while ``method`` is suspended, ``state`` can only lose elements: the
         method is driven, and so is every method that may add to the state; the others only

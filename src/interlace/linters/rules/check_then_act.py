@@ -67,7 +67,8 @@ class _Check:
         test: the whole ``if``/``while`` test the check is part of.
         positive: on this path the checked object exists (``if self._x:``, ``if self._x is
             not None:``) or does not (``False``); ``None`` when the test says neither.
-        alone: the test reads no other shared state (``if self._x is None and enabled:``).
+        others: the other shared state the test reads (none in ``if self._x is None and
+            enabled:``).
         outcome: the test came out true on this path (in the code it guards), or false (its
             other branch, or the code after a guard clause); ``None`` where paths on which it
             came out differently, or different checks, meet.
@@ -91,7 +92,7 @@ class _Check:
     suspension: cst.CSTNode | None = None
     test: cst.CSTNode | None = None
     positive: bool | None = None
-    alone: bool = False
+    others: frozenset[str] = frozenset()
     outcome: bool | None = True
     reads: tuple[cst.CSTNode, ...] = ()
     binding: tuple[str, int] | None = None
@@ -1012,7 +1013,7 @@ class CheckThenActFlow:
                 locks,
                 test=test,
                 positive=exists.get(id(node)),
-                alone=len(keys) == 1,
+                others=frozenset(k for k, _ in keys if k != key),
                 reads=tuple(n for k, n in keys if k == key),
                 binding=self.names.binding(node),
             )
@@ -1410,21 +1411,31 @@ class _Scopes:
     def lazy(self, facts: FunctionFacts, finding: Finding) -> bool:
         """Say whether the finding is lazy initialisation (IL104 rather than IL101): the check
         finds ``self._x`` missing (``self._x is None``, ``not self._x``; or, as a guard clause
-        that returns, ``self._x is not None``, ``self._x``), reading no other shared state
-        (``and enabled`` on a local or parameter is fine), the write assigns a
-        value to that whole attribute, the code between them assigned no other checked state
-        and mutated nothing in place (:attr:`_Check.mixed`), and no method mutates ``self._x``
-        in place (so ``not self._x`` tests for a handle or flag, not an empty container)."""
+        that returns, ``self._x is not None``, ``self._x``), reading it once and no other state
+        that can change (``and enabled`` on a local or parameter is fine, and so is ``and
+        self.mode == MODE`` on an attribute no method but ``__init__`` writes, configuration,
+        and a module-level constant named in capitals, as :func:`_constant` takes them),
+        the write assigns a value to that whole attribute, the code between them assigned no
+        other checked state and mutated nothing in place (:attr:`_Check.mixed`), and no method
+        mutates ``self._x`` in place (so ``not self._x`` tests for a handle or flag, not an
+        empty container)."""
         check = finding.check
         if (
-            not check.alone
+            len(check.reads) != 1
             or check.positive is not False
             or check.mixed
             or not _whole_attribute(finding.write, finding.value)
         ):
             return False
         drivers = self.drivers(facts)
-        return drivers is not None and _state_root(finding.state) not in drivers.in_place
+        return (
+            drivers is not None
+            and _state_root(finding.state) not in drivers.in_place
+            and all(
+                drivers.configuration(other) or ("." not in other and _constant(cst.Name(other)))
+                for other in check.others
+            )
+        )
 
     def guarded(self) -> frozenset[str]:
         """Module state touched under a lock anywhere in the module."""
@@ -1708,7 +1719,9 @@ class FlagLazyInitAcrossAwait(FlagCheckThenActAcrossAwait):
         "This is IL101's check-then-act in its most common shape, lazy initialisation: one "
         "test that one attribute is missing (`self._x is None`, `not self._x`, or the guard "
         "clause `if self._x is not None: return self._x`; other parts of the test may read "
-        "locals and parameters, as in `and enabled`), then, after an `await`, an "
+        "locals and parameters, as in `and enabled`, and configuration: attributes no method "
+        "but `__init__` writes, and module constants named in capitals), then, after an "
+        "`await`, an "
         "assignment of that whole attribute, with nothing but setup between them (no other "
         "checked state written, nothing mutated in place) and no method that mutates the "
         "attribute in place (so the test is for a handle or a flag, not an empty container). "
