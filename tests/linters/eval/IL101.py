@@ -437,6 +437,69 @@ class CancellableRunner:
         await asyncio.sleep(0)
 
 
+class TwoLoopRunner:
+    def __init__(self):
+        self.tasks = {}
+        self._a = asyncio.create_task(self._loop_a())
+        self._b = asyncio.create_task(self._loop_b())
+
+    # Two background tasks: each is driven by one task, but not the same one, so either can
+    # insert while the other is suspended between its check and its write.
+    async def _loop_a(self):
+        while True:
+            job = await self._qa.get()
+            if job not in self.tasks:
+                await asyncio.sleep(0)
+                self.tasks[job] = "a"  # error: IL101
+
+    async def _loop_b(self):
+        while True:
+            job = await self._qb.get()
+            if job not in self.tasks:
+                await asyncio.sleep(0)
+                self.tasks[job] = "b"  # error: IL101
+
+
+class LoopWithHelper:
+    def __init__(self):
+        self.tasks = {}
+        self._task = asyncio.create_task(self._loop())
+
+    # ok: the helper is only awaited from the one background loop: one task writes `tasks`.
+    async def _loop(self):
+        while True:
+            job = await self._q.get()
+            if job not in self.tasks:
+                await asyncio.sleep(0)
+                self.tasks[job] = "loop"
+            await self._settle(job)
+
+    async def _settle(self, job):
+        if job in self.tasks:
+            await asyncio.sleep(0)
+            self.tasks[job] = "settled"
+
+
+class SelfConsumer:
+    def __init__(self):
+        self._seen = {}
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self):
+        item = await self._source.get()
+        self._seen[item] = True
+        return item
+
+    # ok: this coroutine is the consumer that drives `__anext__`: both run in one task.
+    async def run(self):
+        async for item in self:
+            if item not in self._seen:
+                await asyncio.sleep(0)
+                self._seen[item] = False
+
+
 class RestoringRunner:
     def __init__(self):
         self.tasks = {}

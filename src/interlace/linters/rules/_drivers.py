@@ -18,9 +18,10 @@ suspended. Some methods never have that company, and the class says so in its ow
   ``create_task(self._m())`` kept nowhere) may run the method in another task, so it does
   not count.
 
-State that only such *driven* methods write (``__init__`` aside) cannot change while one of
-them is suspended: every writer runs in the one task that is suspended
-(:meth:`Drivers.confined`). State that only driven methods *grow*, while other code only
+State that only such *driven* methods write (``__init__`` aside), all driven from the same
+task, cannot change while one of them is suspended: every writer runs in the one task that is
+suspended (:meth:`Drivers.confined`). Two background coroutines, or two async generators of
+one object, are two tasks. State that only driven methods *grow*, while other code only
 removes from it (``pop``, ``discard``, ``remove``, ``clear``, ``del d[k]``: a done callback,
 ``stop()``), can only shrink while one of them is suspended (:meth:`Drivers.only_shrinks`).
 Private means the class's own: a method whose name starts with ``_`` but not ``__``, the same
@@ -45,6 +46,8 @@ _WRITING_METHODS = MUTATORS | {"setdefault"}
 _REMOVING_METHODS = frozenset({"clear", "discard", "pop", "popitem", "popleft", "remove"})
 """Methods that only take elements out of a list, dict, set or deque."""
 _NESTED = ""
+_ITERATION = "__aiter__"
+"""The one consumer that iterates the object itself (``__anext__``, ``async for _ in self``)."""
 """The writer recorded for a write inside a nested function or lambda: never a driven method."""
 
 
@@ -82,20 +85,31 @@ class Drivers:
             removing methods (``pop``, ``discard``, ...) and ``del x[k]``.
         in_place: the ``self.<attr>`` that some method other than ``__init__`` mutates in
             place (``.append()``, ``[k] = v``, ``+=``, ``del x[k]``) rather than replaces.
+        roots: for each driven method, the tasks that may run it, named by the method they
+            start from (a background coroutine, an async generator; ``__aiter__`` for the
+            consumer of the object's own iteration).
     """
 
     driven: frozenset[str]
     writers: dict[str, frozenset[str]]
     growers: dict[str, frozenset[str]]
     in_place: frozenset[str]
+    roots: dict[str, frozenset[str]] = field(default_factory=dict)
 
     def confined(self, method: str, state: str) -> bool:
         """Say whether ``state`` (``self._x``), checked and written in ``method``, can only be
         changed by the task that runs ``method``: the method is driven, and so is every
-        method that writes the state."""
-        return method in self.driven and all(
-            writer in self.driven for writer in self.writers.get(state, frozenset())
-        )
+        method that writes the state, all from the same one task."""
+        return self._one_task(method, self.writers.get(state, frozenset()))
+
+    def _one_task(self, method: str, others: frozenset[str]) -> bool:
+        """Say whether ``method`` and ``others`` are all driven, and by one and the same task:
+        two background loops (``self._a = create_task(self._loop_a())`` and another for
+        ``_loop_b``) are two tasks, and so are two async generators of one object."""
+        names = {method, *others}
+        if not names <= self.driven:
+            return False
+        return len(frozenset[str]().union(*(self.roots.get(name, {name}) for name in names))) == 1
 
     def configuration(self, state: str) -> bool:
         """Say whether ``state`` (``self.mode``, ``self.cfg.x``) is configuration: an attribute
@@ -110,9 +124,7 @@ class Drivers:
         """Say whether, while ``method`` is suspended, ``state`` can only lose elements: the
         method is driven, and so is every method that may add to the state; the others only
         remove from it."""
-        return method in self.driven and all(
-            writer in self.driven for writer in self.growers.get(state, frozenset())
-        )
+        return self._one_task(method, self.growers.get(state, frozenset()))
 
 
 def _self_root(expr: cst.BaseExpression) -> str | None:
@@ -273,23 +285,28 @@ def drivers_of(functions: Iterable[cst.FunctionDef]) -> Drivers:
             if name in references:
                 references[name].append((method.name, how))
     asynchronous = {name for name, defs in by_name.items() if any(d.asynchronous for d in defs)}
-    driven = {
-        name for name, defs in by_name.items() if all(d.generator or d.consumes for d in defs)
-    }
+    # Each driven method maps to the tasks that may run it, named by where they start: the
+    # consumer of the object's own iteration (`__anext__`, `async for _ in self`), an async
+    # generator's consumer, or a background task's coroutine.
+    roots: dict[str, frozenset[str]] = {}
+    for name, defs in by_name.items():
+        if all(d.generator or d.consumes for d in defs):
+            own = name in ("__anext__", "__aiter__") or all(d.consumes for d in defs)
+            roots[name] = frozenset({_ITERATION if own else name})
     for name, refs in references.items():
         if _private(name) and len(refs) == 1 and refs[0][1] == "task":
-            driven.add(name)
+            roots[name] = frozenset({name})
     changed = True
     while changed:
         changed = False
         for name, refs in references.items():
-            if name in driven or not _private(name) or not refs:
+            if name in roots or not _private(name) or not refs:
                 continue
             # A coroutine runs in its caller's task only when awaited there: a coroutine
             # object handed on (`gather(self._a(), self._b())`) runs in tasks of its own.
             direct = ("await",) if name in asynchronous else ("await", "call")
-            if all(how in direct and caller in driven for caller, how in refs):
-                driven.add(name)
+            if all(how in direct and caller in roots for caller, how in refs):
+                roots[name] = frozenset[str]().union(*(roots[caller] for caller, _ in refs))
                 changed = True
     writers: dict[str, set[str]] = {}
     growers: dict[str, set[str]] = {}
@@ -307,8 +324,9 @@ def drivers_of(functions: Iterable[cst.FunctionDef]) -> Drivers:
         for state in method.nested_grows:
             growers.setdefault(state, set()).add(_NESTED)
     return Drivers(
-        driven=frozenset(driven),
+        driven=frozenset(roots),
         writers={state: frozenset(names) for state, names in writers.items()},
         growers={state: frozenset(names) for state, names in growers.items()},
         in_place=frozenset(in_place),
+        roots=roots,
     )
