@@ -713,51 +713,44 @@ class OwnerCheckedPresent:
         self._owner = None
 
 
-class Waker:
+class Batcher:
     def __init__(self):
-        self._wake = None
+        self._buf = []
+        self._d = {}
 
-    def start(self):
-        self._wake = asyncio.Event()
-
-    def stop(self):
-        self._wake = None
-
-    # ok: the test only asked whether the local `event` is `None`, and the clear acts on the
-    # object through that same local, which no other task can rebind: `stop()` meanwhile
-    # changes `self._wake`, not `event`.
-    async def wait_for_work(self):
-        event = self._wake
-        if event is None:
-            return
-        await event.wait()
-        event.clear()
-
-    # The attribute itself: `stop()` during the wait makes `self._wake.clear()` fail.
-    async def wait_on_attribute(self):
-        if self._wake is None:
-            return
-        await self._wake.wait()
-        self._wake.clear()  # error: IL101
-
-    # The local is read again after the wait: the check was about the earlier object.
-    async def wait_then_reread(self):
-        event = self._wake
-        if event is None:
-            return
-        await asyncio.sleep(1)
-        event, _ = self._wake, None
-        event.clear()  # error: IL101
-
-    def add(self, item):
-        self._buf.append(item)
-
-    # A truth test of a local copy asks about the contents, which other tasks change.
-    async def flush(self):
+    # The test only asked whether a local copy is `None`, and no other task can rebind the
+    # local; but the append lands in the list `flush()` swapped out meanwhile, and the item is
+    # lost (the harness finds it in two schedules). So a write through a copy is not exempt.
+    async def add(self, item):
         buf = self._buf
-        if buf:
-            await self.send(list(buf))
-            buf.clear()  # error: IL101
+        if buf is None:
+            return
+        await asyncio.sleep(0)
+        buf.append(item)  # error: IL101
+
+    async def flush(self):
+        buf, self._buf = self._buf, []
+        await asyncio.sleep(0)
+        return buf
+
+    # The local is read again, in a tuple, after the wait: it still holds `self._buf`.
+    async def add_reread(self, item):
+        buf = self._buf
+        if buf is None:
+            return
+        await asyncio.sleep(0)
+        buf, _ = self._buf, None
+        buf.append(item)  # error: IL101
+
+    # ok: the tuple assignment binds `found` to a new list, which holds no shared state (a
+    # tuple target used to keep the local's stale alias).
+    async def collect(self, key):
+        found = self._d.get(key)
+        if found is None:
+            return
+        await asyncio.sleep(0)
+        found, count = [], 0
+        found.append(count)
 
 
 class WorkerPool:

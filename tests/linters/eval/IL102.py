@@ -488,33 +488,3 @@ class HandoffThreadLock:
     def handoff(self):
         with self._block:
             self._owner = self._next
-
-
-class Outbox:
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._pending = None
-
-    def reset(self):
-        with self._lock:
-            self._pending = None
-
-    # ok: the test asked only whether the local copy is `None`; the store goes to that same
-    # object, and no other thread can rebind this function's local.
-    def add(self, key, item):
-        pending = self._pending
-        if pending is None:
-            return
-        pending[key] = item
-        log(item)
-
-    # The attribute itself: `reset()` can set it to `None` between the test and the store.
-    def add_to_attribute(self, key, item):
-        if self._pending is None:
-            return
-        self._pending[key] = item  # error: IL102
-        log(item)
-
-
-def log(item):
-    print(item)

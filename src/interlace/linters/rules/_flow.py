@@ -240,16 +240,13 @@ class FunctionFacts:
     """What one function binds, gathered during the batched traversal.
 
     Invariant: ``assigned`` holds every name the function body binds (not its nested scopes)
-    and its ``nonlocal`` names, ``declared`` every name it declares ``global``, ``captured``
-    every name a function nested in it declares ``nonlocal`` (a local another closure may
-    rebind).
+    and its ``nonlocal`` names, ``declared`` every name it declares ``global``.
     """
 
     node: cst.FunctionDef
     class_name: str | None
     assigned: set[str] = field(default_factory=set)
     declared: set[str] = field(default_factory=set)
-    captured: set[str] = field(default_factory=set)
 
     def bind(self, target: cst.BaseExpression) -> None:
         """Record the names bound by an assignment target."""
@@ -359,8 +356,6 @@ class FactsCollector:
         # rules treat like locals.
         if self.facts_stack:
             self.facts_stack[-1].assigned.update(n.name.value for n in node.names)
-            for outer in self.facts_stack[:-1]:
-                outer.captured.update(n.name.value for n in node.names)
 
 
 @dataclass(slots=True)
@@ -372,8 +367,6 @@ class StateNames:
     names only when declared ``global`` or (as containers) module-level.
     Locals are never shared. ``aliases`` maps a local to the state it was read from
     (``h = self._d.get(k)``), so a check of the local is a check of that state.
-    ``bindings`` counts how often each local has been bound so far in the walk, so a check
-    and a later use of the same local can tell whether they saw the same binding.
     """
 
     params: frozenset[str]
@@ -381,9 +374,7 @@ class StateNames:
     declared: frozenset[str]
     module_names: frozenset[str]
     include_params: bool = True
-    captured: frozenset[str] = frozenset()
     aliases: dict[str, str] = field(default_factory=dict)
-    bindings: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def of(
@@ -397,7 +388,6 @@ class StateNames:
             declared=frozenset(facts.declared),
             module_names=module_names,
             include_params=include_params,
-            captured=frozenset(facts.captured),
         )
 
     def _shared_root(self, root: str) -> bool:
@@ -462,7 +452,6 @@ class StateNames:
         for (name, _), key in zip(pairs, keys, strict=True):
             if not isinstance(name, cst.Name) or name.value in self.declared:
                 continue
-            self.bindings[name.value] = self.bindings.get(name.value, 0) + 1
             self.aliases.pop(name.value, None)
             if key is not None:
                 self.aliases[name.value] = key
@@ -471,22 +460,6 @@ class StateNames:
         if isinstance(value, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)):
             return self.key(value)
         return None
-
-    def binding(self, expr: cst.CSTNode) -> tuple[str, int] | None:
-        """Return the local ``expr`` names, with how often it has been bound so far, when it
-        is an alias of shared state (``event`` after ``event = self._wake``); else ``None``."""
-        if (
-            isinstance(expr, cst.Name)
-            and expr.value in self.aliases
-            and expr.value not in self.captured
-        ):
-            return expr.value, self.bindings.get(expr.value, 0)
-        return None
-
-    def touch(self, target: cst.BaseExpression) -> None:
-        """Record that ``target op= value`` bound a local again."""
-        if isinstance(target, cst.Name):
-            self.bindings[target.value] = self.bindings.get(target.value, 0) + 1
 
 
 def _pair_up(

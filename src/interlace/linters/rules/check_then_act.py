@@ -74,8 +74,6 @@ class _Check:
             came out differently, or different checks, meet.
         reads: every sub-expression of the test that reads the same state (``k in d and
             len(d) < n`` reads ``d`` twice).
-        binding: when the check reads a local that holds shared state (``event`` after
-            ``event = self._wake``), that local and how often it had been bound by then.
         effect: the first non-idempotent effect after the check on some path (IL102).
         pending: an idempotent write under this check (IL102), reported only if the code the
             check guards goes on to do something non-idempotent.
@@ -95,7 +93,6 @@ class _Check:
     others: frozenset[str] = frozenset()
     outcome: bool | None = True
     reads: tuple[cst.CSTNode, ...] = ()
-    binding: tuple[str, int] | None = None
     effect: cst.CSTNode | None = None
     pending: Finding | None = None
     reread: frozenset[int] = frozenset()
@@ -341,27 +338,6 @@ def _existence(test: cst.BaseExpression, *, outcome: bool = True) -> dict[int, b
         elif isinstance(expr, (cst.Name, cst.Attribute)):
             found[id(expr)] = positive
     return found
-
-
-def _tested_for_none(test: cst.BaseExpression, node: cst.CSTNode) -> bool:
-    """Say whether ``node`` is read in ``test`` only as ``node is None`` / ``node is not
-    None``: a question about which object it is, not about the object's contents."""
-    stack: list[cst.BaseExpression] = [test]
-    while stack:
-        expr = stack.pop()
-        if isinstance(expr, cst.UnaryOperation):
-            stack.append(expr.expression)
-        elif isinstance(expr, cst.BooleanOperation):
-            stack.extend((expr.left, expr.right))
-        elif isinstance(expr, cst.Comparison) and expr.left is node:
-            target = expr.comparisons[0] if len(expr.comparisons) == 1 else None
-            return (
-                target is not None
-                and isinstance(target.operator, (cst.Is, cst.IsNot))
-                and isinstance(target.comparator, cst.Name)
-                and target.comparator.value == "None"
-            )
-    return False
 
 
 def _negated(state: _State, test: cst.BaseExpression) -> _State:
@@ -781,7 +757,7 @@ class CheckThenActFlow:
         elif check.test is not None and not defer:
             for other in [k for k, c in state.items() if c.test is check.test]:
                 del state[other]
-        if not self.accept(key) or self._snapshot(key, node, check):
+        if not self.accept(key):
             return
         if not self.threaded:
             # Only asyncio makes these idempotent: threads interleave inside the teardown too.
@@ -803,29 +779,6 @@ class CheckThenActFlow:
             state[key] = replace(check, pending=Finding(key, node, check))
             return
         self._report(Finding(key, node, check, value))
-
-    def _snapshot(self, key: str, node: cst.CSTNode, check: _Check) -> bool:
-        """Say whether the check only asked whether a local copy of the state is ``None``
-        (``event = self._wake; if event is None: return``) and the write acts on the object
-        through that same binding of the local (``event.clear()``, ``buf[k] = v``). No other
-        task or thread can rebind this function's local, so what the check found stays true
-        whatever happens to ``self._wake`` meanwhile: nothing here acts on a stale check."""
-        binding = check.binding
-        if binding is None or not isinstance(check.test, cst.BaseExpression):
-            return False
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
-            receiver: cst.BaseExpression = node.func.value
-        elif isinstance(node, cst.Subscript):
-            receiver = node.value
-        else:
-            return False
-        if self.names.binding(receiver) != binding:
-            return False
-        reads = [n for k, n in self._check_keys(check.test) if k == key]
-        return all(
-            isinstance(n, cst.Name) and n.value == binding[0] and _tested_for_none(check.test, n)
-            for n in reads
-        )
 
     def _report(self, finding: Finding) -> None:
         if id(finding.check.node) not in self._reported:
@@ -953,7 +906,6 @@ class CheckThenActFlow:
             self._expr(stmt.value, state)
             for key, node in names.write_keys(stmt.target):
                 self._write(state, key, node)
-            names.touch(stmt.target)
         elif isinstance(stmt, cst.AnnAssign):
             if stmt.value is not None:
                 self._expr(stmt.value, state)
@@ -1015,7 +967,6 @@ class CheckThenActFlow:
                 positive=exists.get(id(node)),
                 others=frozenset(k for k, _ in keys if k != key),
                 reads=tuple(n for k, n in keys if k == key),
-                binding=self.names.binding(node),
             )
         return inner, [key for key, _ in keys]
 
@@ -1485,10 +1436,8 @@ class FlagCheckThenActAcrossAwait(FactsCollector, Rule):
         "something a removal cannot undo (a key absent, `len(d)` under a cap, an empty "
         "container); when the check asked whether the state is this task's own "
         "(`self._owner is asyncio.current_task()` on its false branch, with every writer "
-        "storing `None` or its own task), which no other task can make true; when the check "
-        "only asked whether a local copy is `None` (`event = self._wake; if event is None: "
-        "return`) and the write goes through that same local (`event.clear()`), which no "
-        "other task can rebind; and for a memo of plain data "
+        "storing `None` or its own task), which no other task can make true; and for a memo "
+        "of plain data "
         "(`self._names = sorted(...)`, a comprehension: a fresh container built from the "
         "function's own data, with no await or call in it but pure builtins and reads, and "
         "never mutated in place), where a second task that also missed the memo only "
@@ -1890,9 +1839,7 @@ class FlagUnlockedCheckThenAct(FactsCollector, Rule):
         "(`if not self._acquire_before(self._lock, deadline): return`), since releasing a "
         "lock that is not held raises. A check that only this thread can make true is not "
         "stale either: a re-entrant lock's `if self._owner == threading.get_ident()` on its "
-        "false branch, when every writer stores `None` or its own thread's identity; nor is "
-        "a test of whether a local copy is `None` (`pending = self._pending; if pending is "
-        "None: return`) followed by a write through that same local. Benign "
+        "false branch, when every writer stores `None` or its own thread's identity. Benign "
         "races are left alone: a write that stores a constant (`self._started = True`, `= "
         "None`) or clears (`.clear()`, `.discard()`) is reported only if the guarded code also "
         "does something a second thread must not repeat (calls out, starts a thread, appends, "
