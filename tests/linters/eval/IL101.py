@@ -523,6 +523,74 @@ class RestoringRunner:
         await asyncio.sleep(0)
 
 
+class AliasingRunner:
+    def __init__(self):
+        self.tasks = {}
+        self._events = asyncio.Queue()
+        self._event_task = asyncio.create_task(self._process_events())
+
+    async def _process_events(self):
+        while True:
+            job = await self._events.get()
+            if job in self.tasks:
+                continue
+            await asyncio.sleep(0)
+            self.tasks[job] = object()  # error: IL101
+
+    # `adopt` adds through a local alias: the container leaves the class's sight, and the
+    # writers of `tasks` may add.
+    async def adopt(self, job, task):
+        tasks = self.tasks
+        tasks[job] = task
+
+
+class HandingOutRunner:
+    def __init__(self):
+        self.tasks = {}
+        self._events = asyncio.Queue()
+        self._event_task = asyncio.create_task(self._process_events())
+
+    async def _process_events(self):
+        while True:
+            job = await self._events.get()
+            if job in self.tasks:
+                continue
+            await asyncio.sleep(0)
+            self.tasks[job] = object()  # error: IL101
+
+    # `running()` hands the dict itself to callers, who may add to it.
+    def running(self):
+        return self.tasks
+
+
+class ReadingRunner:
+    def __init__(self):
+        self.tasks = {}
+        self._events = asyncio.Queue()
+        self._event_task = asyncio.create_task(self._process_events())
+
+    # ok: the other methods only read `tasks` (a copy, a view, a length, a loop) or remove
+    # from it; none of that can add, so the absent job stays absent.
+    async def _process_events(self):
+        while True:
+            job = await self._events.get()
+            if job in self.tasks:
+                continue
+            await asyncio.sleep(0)
+            self.tasks[job] = asyncio.create_task(asyncio.sleep(1))
+
+    def running(self):
+        return sorted(self.tasks) if self.tasks else []
+
+    def count(self):
+        return len(self.tasks)
+
+    async def drain(self):
+        await asyncio.gather(*self.tasks.values(), return_exceptions=True)
+        for job in list(self.tasks):
+            self.tasks.pop(job, None)
+
+
 class CappedClaimer:
     def __init__(self):
         self._in_flight = {}

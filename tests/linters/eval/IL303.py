@@ -261,3 +261,42 @@ class Topics:
     async def notify(self, event):
         for cb in self._watchers[event.topic]:  # error: IL303
             await cb(event)
+
+
+class SharingRuntime:
+    """The runtime's own task adds to `_agents`, but the dict itself is handed out."""
+
+    def __init__(self):
+        self._agents = {}
+        self._run_task = asyncio.create_task(self._run())
+
+    async def _run(self):
+        while True:
+            for agent in self._agents.values():  # error: IL303
+                await agent.on_message()
+            self._agents[len(self._agents)] = object()
+
+    # Whoever holds the dict may add to it while the loop above is suspended.
+    def agents(self):
+        return self._agents
+
+
+class CountingRuntime(SharingRuntime):
+    """The same loop, with the dict only read from outside the task."""
+
+    def __init__(self):
+        self._agents = {}
+        self._run_task = asyncio.create_task(self._run())
+
+    # ok: only the runtime's own task adds to `_agents`; `count` and `names` only read it.
+    async def _run(self):
+        while True:
+            for agent in self._agents.values():
+                await agent.on_message()
+            self._agents[len(self._agents)] = object()
+
+    def count(self):
+        return len(self._agents)
+
+    def names(self):
+        return sorted(self._agents)

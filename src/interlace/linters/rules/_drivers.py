@@ -20,10 +20,13 @@ suspended. Some methods never have that company, and the class says so in its ow
 
 State that only such *driven* methods write (``__init__`` aside), all driven from the same
 task, cannot change while one of them is suspended: every writer runs in the one task that is
-suspended (:meth:`Drivers.confined`). Two background coroutines, or two async generators of
-one object, are two tasks. State that only driven methods *grow*, while other code only
-removes from it (``pop``, ``discard``, ``remove``, ``clear``, ``del d[k]``: a done callback,
-``stop()``), can only shrink while one of them is suspended (:meth:`Drivers.only_shrinks`).
+suspended (:meth:`Drivers.confined`). Two background coroutines are two tasks, and neither is
+the task that consumes the object's streams. State that only driven methods *grow*, while
+other code only removes from it (``pop``, ``discard``, ``remove``, ``clear``, ``del d[k]``: a
+done callback, ``stop()``), can only shrink while one of them is suspended
+(:meth:`Drivers.only_shrinks`). Either holds only while the state stays in the class's hands
+(:attr:`Drivers.escaping`): a container bound to a local, passed to a call or returned may be
+written by code the class does not show.
 Private means the class's own: a method whose name starts with ``_`` but not ``__``, the same
 convention :mod:`._locking` relies on for helpers called with a lock held.
 
@@ -45,9 +48,37 @@ _TASK_STARTERS = frozenset({"create_task", "ensure_future"})
 _WRITING_METHODS = MUTATORS | {"setdefault"}
 _REMOVING_METHODS = frozenset({"clear", "discard", "pop", "popitem", "popleft", "remove"})
 """Methods that only take elements out of a list, dict, set or deque."""
+_READING_METHODS = frozenset(
+    {"copy", "count", "get", "index", "items", "keys", "values", "__contains__", "__len__"}
+)
+"""Methods that read a container and hand out nothing that can add to it."""
+_COPYING_FUNCTIONS = frozenset(
+    {
+        "all",
+        "any",
+        "bool",
+        "dict",
+        "enumerate",
+        "frozenset",
+        "isinstance",
+        "iter",
+        "len",
+        "list",
+        "max",
+        "min",
+        "reversed",
+        "set",
+        "sorted",
+        "sum",
+        "tuple",
+    }
+)
+"""Builtins that read their argument (or copy it) without keeping a reference to it."""
 _NESTED = ""
-_ITERATION = "__aiter__"
-"""The one consumer that iterates the object itself (``__anext__``, ``async for _ in self``)."""
+_CONSUMER = "__aiter__"
+"""The one consumer that drives the object's async generators and its own iteration
+(``__anext__``, ``async for _ in self``): the premise the generator exemption has always
+rested on (a stream object is consumed by one task)."""
 """The writer recorded for a write inside a nested function or lambda: never a driven method."""
 
 
@@ -71,6 +102,7 @@ class _Method:
     grows: set[str] = field(default_factory=set)
     nested_grows: set[str] = field(default_factory=set)
     in_place: set[str] = field(default_factory=set)
+    escapes: set[str] = field(default_factory=set)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,8 +118,11 @@ class Drivers:
         in_place: the ``self.<attr>`` that some method other than ``__init__`` mutates in
             place (``.append()``, ``[k] = v``, ``+=``, ``del x[k]``) rather than replaces.
         roots: for each driven method, the tasks that may run it, named by the method they
-            start from (a background coroutine, an async generator; ``__aiter__`` for the
-            consumer of the object's own iteration).
+            start from (a background coroutine; ``__aiter__`` for the object's one consumer).
+        escaping: the ``self.<attr>`` that some method (``__init__`` included) lets out of
+            the class's hands: binds to a local, passes to a call, returns, stores elsewhere,
+            or calls a method on that is neither a known read nor a known mutation. Code the
+            class does not show may then add to it.
     """
 
     driven: frozenset[str]
@@ -95,17 +130,23 @@ class Drivers:
     growers: dict[str, frozenset[str]]
     in_place: frozenset[str]
     roots: dict[str, frozenset[str]] = field(default_factory=dict)
+    escaping: frozenset[str] = frozenset()
 
-    def confined(self, method: str, state: str) -> bool:
+    def confined(self, method: str, state: str, *, contents: bool = True) -> bool:
         """Say whether ``state`` (``self._x``), checked and written in ``method``, can only be
         changed by the task that runs ``method``: the method is driven, and so is every
-        method that writes the state, all from the same one task."""
-        return self._one_task(method, self.writers.get(state, frozenset()))
+        method that writes the state, all from the same one task, and, when what matters is
+        the object's ``contents`` (not only which object the attribute holds), no method
+        lets it out where code the class does not show could change them
+        (:attr:`escaping`)."""
+        return not (contents and state in self.escaping) and self._one_task(
+            method, self.writers.get(state, frozenset())
+        )
 
     def _one_task(self, method: str, others: frozenset[str]) -> bool:
         """Say whether ``method`` and ``others`` are all driven, and by one and the same task:
         two background loops (``self._a = create_task(self._loop_a())`` and another for
-        ``_loop_b``) are two tasks, and so are two async generators of one object."""
+        ``_loop_b``) are two tasks, and neither is the object's consumer."""
         names = {method, *others}
         if not names <= self.driven:
             return False
@@ -122,9 +163,12 @@ class Drivers:
 
     def only_shrinks(self, method: str, state: str) -> bool:
         """Say whether, while ``method`` is suspended, ``state`` can only lose elements: the
-        method is driven, and so is every method that may add to the state; the others only
-        remove from it."""
-        return self._one_task(method, self.growers.get(state, frozenset()))
+        method is driven, and so is every method that may add to the state, from the same
+        task; the others only remove from it, and no method lets it out where code the class
+        does not show could add to it (:attr:`escaping`)."""
+        return state not in self.escaping and self._one_task(
+            method, self.growers.get(state, frozenset())
+        )
 
 
 def _self_root(expr: cst.BaseExpression) -> str | None:
@@ -199,6 +243,7 @@ def _scan(function: cst.FunctionDef) -> _Method:
         function.name.value, function.asynchronous is not None, _is_generator(function)
     )
     consumed: set[int] = set()
+    kept: set[int] = set()
     stack: list[tuple[cst.CSTNode, bool]] = [(function.body, False)]
     while stack:
         node, nested = stack.pop()
@@ -207,6 +252,14 @@ def _scan(function: cst.FunctionDef) -> _Method:
         if isinstance(node, (cst.FunctionDef, cst.Lambda)):
             stack.extend((child, True) for child in children(node))
             continue
+        kept.update(_kept_inside(node))
+        if (
+            isinstance(node, cst.Attribute)
+            and id(node) not in kept
+            and isinstance(node.value, cst.Name)
+            and node.value.value in ("self", "cls")
+        ):
+            method.escapes.add(f"self.{node.attr.value}")
         writes = method.nested_writes if nested else method.writes
         grows = method.nested_grows if nested else method.grows
         targets: list[cst.BaseExpression] = []
@@ -269,6 +322,49 @@ def _scan(function: cst.FunctionDef) -> _Method:
     return method
 
 
+def _kept_inside(node: cst.CSTNode) -> Iterable[int]:
+    """Yield the ids of the children of ``node`` that it uses without letting them out: the
+    receiver of a known read or mutation, a subscripted container, an operand of a
+    comparison or of a test, an argument of a builtin that only reads or copies it, an
+    unpacked argument, the iterable of a loop, and an assignment or ``del`` target."""
+    if isinstance(node, cst.Attribute):
+        if node.attr.value in _WRITING_METHODS | _READING_METHODS:
+            yield id(node.value)
+    elif isinstance(node, cst.Subscript):
+        yield id(node.value)
+    elif isinstance(node, cst.Comparison):
+        yield id(node.left)
+        yield from (id(target.comparator) for target in node.comparisons)
+    elif isinstance(node, (cst.If, cst.While, cst.IfExp, cst.Assert, cst.CompIf)):
+        yield from _tested(node.test)
+    elif isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+        yield from _tested(node.expression)
+    elif isinstance(node, cst.Call):
+        if isinstance(node.func, cst.Name) and node.func.value in _COPYING_FUNCTIONS:
+            yield from (id(arg.value) for arg in node.args)
+        yield from (id(arg.value) for arg in node.args if arg.star)
+    elif isinstance(node, (cst.For, cst.CompFor)):
+        yield id(node.iter)
+    elif isinstance(node, cst.Assign):
+        for target in node.targets:
+            yield from (id(t) for t in _targets(target.target))
+    elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
+        yield id(node.target)
+    elif isinstance(node, cst.Del):
+        yield from (id(t) for t in _targets(node.target))
+
+
+def _tested(expr: cst.BaseExpression) -> Iterable[int]:
+    """The ids of what a test reads for its truth (``not``, ``and``, ``or`` look through)."""
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+        yield from _tested(expr.expression)
+    elif isinstance(expr, cst.BooleanOperation):
+        yield from _tested(expr.left)
+        yield from _tested(expr.right)
+    else:
+        yield id(expr)
+
+
 def _private(name: str) -> bool:
     return name.startswith("_") and not name.endswith("__")
 
@@ -286,13 +382,12 @@ def drivers_of(functions: Iterable[cst.FunctionDef]) -> Drivers:
                 references[name].append((method.name, how))
     asynchronous = {name for name, defs in by_name.items() if any(d.asynchronous for d in defs)}
     # Each driven method maps to the tasks that may run it, named by where they start: the
-    # consumer of the object's own iteration (`__anext__`, `async for _ in self`), an async
-    # generator's consumer, or a background task's coroutine.
+    # object's one consumer (its async generators, `__anext__`, `async for _ in self`) or a
+    # background task's coroutine.
     roots: dict[str, frozenset[str]] = {}
     for name, defs in by_name.items():
         if all(d.generator or d.consumes for d in defs):
-            own = name in ("__anext__", "__aiter__") or all(d.consumes for d in defs)
-            roots[name] = frozenset({_ITERATION if own else name})
+            roots[name] = frozenset({_CONSUMER})
     for name, refs in references.items():
         if _private(name) and len(refs) == 1 and refs[0][1] == "task":
             roots[name] = frozenset({name})
@@ -311,7 +406,9 @@ def drivers_of(functions: Iterable[cst.FunctionDef]) -> Drivers:
     writers: dict[str, set[str]] = {}
     growers: dict[str, set[str]] = {}
     in_place: set[str] = set()
+    escaping: set[str] = set()
     for method in methods:
+        escaping |= method.escapes
         if method.name in INIT_METHODS:
             continue
         in_place |= method.in_place
@@ -329,4 +426,5 @@ def drivers_of(functions: Iterable[cst.FunctionDef]) -> Drivers:
         growers={state: frozenset(names) for state, names in growers.items()},
         in_place=frozenset(in_place),
         roots=roots,
+        escaping=frozenset(escaping),
     )

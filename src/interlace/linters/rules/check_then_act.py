@@ -501,6 +501,22 @@ def _identity_move(
     return move
 
 
+def _identity_only(expr: cst.BaseExpression, reads: set[int]) -> int | None:
+    """For :func:`_kept`: ``x is None`` / ``x is not None`` of the attribute itself does not
+    depend on the object's contents (``0``); any other read does (unknown)."""
+    if isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1:
+        target = expr.comparisons[0]
+        if (
+            isinstance(target.operator, (cst.Is, cst.IsNot))
+            and id(expr.left) in reads
+            and _what_is_read(expr.left) == "container"
+            and isinstance(target.comparator, cst.Name)
+            and target.comparator.value == "None"
+        ):
+            return 0
+    return None
+
+
 def _what_is_read(node: cst.CSTNode) -> str:
     """Which view of the container a check reads: ``size`` (``len(d)``), ``lookup``
     (``d.get(k)``), ``container`` (``d`` itself) or ``element`` (``d[k]``, anything else)."""
@@ -1276,14 +1292,21 @@ class _Scopes:
             drivers = self._drivers[owner] = drivers_of(self.scope(owner).functions)
         return drivers
 
-    def confined(self, facts: FunctionFacts, state: str) -> bool:
-        """Say whether only the one task that runs the method can write ``state`` (see
-        :mod:`._drivers`): the method is driven by one task, and so is every writer."""
+    def confined(self, facts: FunctionFacts, finding: Finding) -> bool:
+        """Say whether only the one task that runs the method can write the state (see
+        :mod:`._drivers`): the method is driven by one task, and so is every writer. When
+        the check asked only which object the attribute holds (``self._x is None``), code
+        that receives the object cannot change that, so it may have escaped."""
         drivers = self.drivers(facts)
+        state = finding.state
         return (
             drivers is not None
             and state.startswith("self.")
-            and drivers.confined(facts.node.name.value, _state_root(state))
+            and drivers.confined(
+                facts.node.name.value,
+                _state_root(state),
+                contents=not _kept(finding.check, _identity_only),
+            )
         )
 
     def shrinks(self, facts: FunctionFacts, finding: Finding) -> bool:
@@ -1430,11 +1453,14 @@ class FlagCheckThenActAcrossAwait(FactsCollector, Rule):
         "task can be involved: in code that only one task ever runs (an async generator, which "
         "one consumer drives; a coroutine that consumes the object itself with `async for _ in "
         "self`; a private coroutine the object starts once as its own background task, keeping "
-        "the handle in one attribute; private helpers only those call or await) when "
+        "the handle in one attribute; private helpers only those call or await; two "
+        "background tasks are two tasks) when "
         "every method that writes the state is such code too, or when every other method "
         "only removes from it (`pop`, `discard`, `clear`, `del d[k]`) and the check found "
         "something a removal cannot undo (a key absent, `len(d)` under a cap, an empty "
-        "container); when the check asked whether the state is this task's own "
+        "container), as long as no method hands the container out (returns it, binds it to "
+        "a local, passes it to a call) where unseen code could add to it; when the check "
+        "asked whether the state is this task's own "
         "(`self._owner is asyncio.current_task()` on its false branch, with every writer "
         "storing `None` or its own task), which no other task can make true; and for a memo "
         "of plain data "
@@ -1626,7 +1652,7 @@ class FlagCheckThenActAcrossAwait(FactsCollector, Rule):
                 continue
             for finding in findings:
                 if (
-                    self._scopes.confined(facts, finding.state)
+                    self._scopes.confined(facts, finding)
                     or self._scopes.shrinks(facts, finding)
                     or self._scopes.task_local(facts, finding, _TASK_IDENTITY, self.aliases)
                     or self._scopes.memo(facts, finding)
