@@ -120,6 +120,24 @@ def run_threads(worker: Callable[[int], None], count: int) -> None:
         thread.join()
 
 
+def paired_stock(workload: Workload, uncontrolled: Callable[[], float]) -> tuple[float, float, int]:
+    """A stock-order run between two uncontrolled ones (``uncontrolled()`` times one).
+
+    Returns the stock run's seconds (in a session set up by an untimed stock run first), its
+    ratio to the mean of the uncontrolled runs just before and after it (the ``paired``
+    figure), and the points it counted.
+    """
+    before = uncontrolled()
+    with controlled_exploration((), workload):
+        backend = ThreadsBackend(workload, Settings(backend="threads", max_steps=MAX_STEPS))
+        backend.run(Chooser())
+        started = time.perf_counter()
+        result = backend.run(Chooser())
+        stock = time.perf_counter() - started
+    assert result.kind is None, result.detail
+    return stock, stock / ((before + uncontrolled()) / 2), result.steps
+
+
 def explore_one(workload: Workload) -> None:
     exploration = interlace.explore(workload, max_schedules=1, seed=1, max_steps=MAX_STEPS)
     assert exploration.failure is None, exploration.failure.report
@@ -166,16 +184,8 @@ def measure(name: str, workload: Workload, repeats: int, skip: set[str]) -> None
         return seconds
 
     for _ in range(repeats):
-        before = uncontrolled()
-        with controlled_exploration((), workload):
-            backend = ThreadsBackend(workload, settings)
-            if not points:
-                points = backend.run(Chooser()).steps
-            started = time.perf_counter()
-            result = backend.run(Chooser())
-            stock = time.perf_counter() - started
-            assert result.kind is None, result.detail
-        paired.append(stock / ((before + uncontrolled()) / 2))
+        _, ratio, points = paired_stock(workload, uncontrolled)
+        paired.append(ratio)
         started = time.perf_counter()
         explore_one(workload)
         best["explore(1)"] = min(best["explore(1)"], time.perf_counter() - started)

@@ -36,17 +36,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from interlace._core.schedule import Settings
-from interlace._core.strategy import Chooser
-from interlace.harness._threads import ThreadsBackend, controlled_exploration
-
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from threads_overhead import (
-    MAX_STEPS,
-    TOTAL_ITERATIONS,
-    dict_list_workload,
-    tight_workload,
-)
+from threads_overhead import TOTAL_ITERATIONS, dict_list_workload, paired_stock, tight_workload
 
 TOOL_ID = 4  # a sys.monitoring tool id interlace does not take while no exploration runs
 
@@ -120,7 +111,6 @@ def _codes(workload: Callable[[], None]) -> list[Any]:
 
 
 def measure(name: str, workload: Callable[[], None], repeats: int) -> None:
-    settings = Settings(backend="threads", max_steps=MAX_STEPS)
     best: dict[str, float] = {}
 
     def keep(column: str, seconds: float) -> None:
@@ -139,15 +129,9 @@ def measure(name: str, workload: Callable[[], None], repeats: int) -> None:
         uncontrolled()
         keep("empty hook", _under_hook(workload, "empty"))
         keep("counting hook", _under_hook(workload, "counting"))
-        before = uncontrolled()
-        with controlled_exploration((), workload):
-            backend = ThreadsBackend(workload, settings)
-            started = time.perf_counter()
-            result = backend.run(Chooser())
-            stock = time.perf_counter() - started
-            keep("interlace stock", stock)
-            assert result.kind is None, result.detail
-        paired.append(stock / ((before + uncontrolled()) / 2))
+        stock, ratio, _ = paired_stock(workload, uncontrolled)
+        keep("interlace stock", stock)
+        paired.append(ratio)
     base = best["uncontrolled"]
     print(
         f"{name:<12} {base * 1e3:9.1f} "
