@@ -183,8 +183,8 @@ def _self_root(expr: cst.BaseExpression) -> str | None:
     return None
 
 
-def _self_method(expr: cst.BaseExpression) -> str | None:
-    """``m`` for ``self.m`` / ``cls.m``."""
+def self_member(expr: cst.CSTNode) -> str | None:
+    """``m`` for ``self.m`` / ``cls.m`` (an attribute or a method), else ``None``."""
     if (
         isinstance(expr, cst.Attribute)
         and isinstance(expr.value, cst.Name)
@@ -208,7 +208,7 @@ def _started_task(value: cst.BaseExpression) -> cst.Call | None:
     if first.keyword is not None or first.star:
         return None
     inner = first.value
-    if isinstance(inner, cst.Call) and _self_method(inner.func) is not None:
+    if isinstance(inner, cst.Call) and self_member(inner.func) is not None:
         return inner
     return None
 
@@ -273,7 +273,7 @@ def _scan(function: cst.FunctionDef) -> _Method:
                 and _self_root(targets[0]) is not None
                 and isinstance(targets[0], cst.Attribute)
             ):
-                name = _self_method(task.func)
+                name = self_member(task.func)
                 assert name is not None
                 method.refs.append((name, "task"))
                 consumed.add(id(task.func))
@@ -287,13 +287,13 @@ def _scan(function: cst.FunctionDef) -> _Method:
             )
         elif isinstance(node, cst.Await) and isinstance(node.expression, cst.Call):
             func = node.expression.func
-            name = _self_method(func)
+            name = self_member(func)
             if name is not None and id(func) not in consumed:
                 method.refs.append((name, "other" if nested else "await"))
                 consumed.add(id(func))
         if isinstance(node, cst.Call):
             func = node.func
-            name = _self_method(func)
+            name = self_member(func)
             if name is not None and id(func) not in consumed:
                 method.refs.append((name, "other" if nested else "call"))
                 consumed.add(id(func))
@@ -305,7 +305,7 @@ def _scan(function: cst.FunctionDef) -> _Method:
                     if func.attr.value not in _REMOVING_METHODS:
                         grows.add(root)
         elif isinstance(node, cst.Attribute) and id(node) not in consumed:
-            name = _self_method(node)
+            name = self_member(node)
             if name is not None:
                 method.refs.append((name, "other"))
         for target in targets:
@@ -315,7 +315,7 @@ def _scan(function: cst.FunctionDef) -> _Method:
                 if not (isinstance(node, cst.Del) and isinstance(target, cst.Subscript)):
                     grows.add(root)
                 if isinstance(node, cst.AugAssign) or not (
-                    isinstance(target, cst.Attribute) and _self_method(target) is not None
+                    isinstance(target, cst.Attribute) and self_member(target) is not None
                 ):
                     method.in_place.add(root)
         stack.extend((child, nested) for child in children(node))

@@ -31,7 +31,7 @@ from typing import ClassVar
 import libcst as cst
 
 from interlace.linters._rule import LintContext, Related, Rule
-from interlace.linters.rules._drivers import Drivers, drivers_of
+from interlace.linters.rules._drivers import Drivers, drivers_of, self_member
 from interlace.linters.rules._flow import (
     INIT_METHODS,
     FactsCollector,
@@ -1165,7 +1165,7 @@ def _stores_only(
         ):
             return False
         for target in targets:
-            if _self_attr(target) == attr and isinstance(node, (cst.Assign, cst.AnnAssign)):
+            if self_member(target) == attr and isinstance(node, (cst.Assign, cst.AnnAssign)):
                 value = node.value
                 if value is None or not (
                     (isinstance(value, cst.Name) and value.value == "None") or mine(value)
@@ -1184,22 +1184,11 @@ def _all_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         stack.extend(children(current))
 
 
-def _self_attr(node: cst.CSTNode) -> str | None:
-    """``x`` for ``self.x`` / ``cls.x``, else ``None``."""
-    if (
-        isinstance(node, cst.Attribute)
-        and isinstance(node.value, cst.Name)
-        and node.value.value in ("self", "cls")
-    ):
-        return node.attr.value
-    return None
-
-
 def _writes_self_attr(node: cst.CSTNode, attr: str) -> bool:
     """Say whether ``node`` is ``self.<attr>`` or reaches into it (``self.<attr>[k]``,
     ``self.<attr>.x``), as an assignment target or a method's receiver."""
     while isinstance(node, (cst.Attribute, cst.Subscript)):
-        if _self_attr(node) == attr:
+        if self_member(node) == attr:
             return True
         node = node.value
     return False
