@@ -499,7 +499,7 @@ def test_il102_names_the_evidence_as_a_related_location() -> None:
     )
     assert code(found.node) == "self._histories[plan_id]"
     assert (
-        "(the class uses `threading.RLock()` and accesses `self._histories` under a lock)"
+        "(the class uses `threading.RLock()` and writes `self._histories` under a lock)"
         in found.message
     )
     assert [r.message for r in found.related] == [

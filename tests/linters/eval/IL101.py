@@ -977,3 +977,97 @@ class SkillCatalog:
 
     async def spawn(self):
         await asyncio.sleep(0)
+
+
+_PRICES = None
+
+
+# ok: a module-level memo of plain data built from the awaited rows: a duplicate only
+# repeats the fetch.
+async def prices():
+    global _PRICES
+    if _PRICES is None:
+        rows = await fetch_rows()
+        _PRICES = {row["id"]: row["price"] for row in rows}
+    return _PRICES
+
+
+async def fetch_rows():
+    await asyncio.sleep(0)
+    return []
+
+
+class ChatDirectory:
+    """Keyed caches (agentscope's Feishu channel): what a duplicate store replaces."""
+
+    def __init__(self):
+        self._names = {}
+        self._kinds = {}
+        self._members = {}
+        self._sessions = {}
+        self._raw = None
+        self._seen = {}
+
+    # ok: a keyed memo of data derived from the response (a `.get` chain, `str()`): a second
+    # task that also missed it stores an equal name under the same key, and nothing mutates
+    # the cached names in place.
+    async def chat_name(self, chat_id):
+        cached = self._names.get(chat_id)
+        if cached:
+            return cached
+        data = await self.api(chat_id)
+        name = str((data or {}).get("data", {}).get("name", "") or "")
+        if name:
+            self._names[chat_id] = name
+        return name
+
+    # ok: evicting an entry removes it from the cache; it does not change a cached name.
+    def forget(self, chat_id):
+        self._names.pop(chat_id, None)
+
+    # ok: a projection of a response stored whole (`result.tools`): no object is created.
+    async def raw_tools(self):
+        if self._raw is not None:
+            return self._raw
+        result = await self.api("tools")
+        self._raw = result.tools
+        return self._raw
+
+    # The cached lists are appended to below: the first task's list, and what was appended
+    # to it during the await, is replaced.
+    async def members(self, chat_id):
+        if chat_id not in self._members:
+            data = await self.api(chat_id)
+            self._members[chat_id] = [m.get("id") for m in data]  # error: IL101
+        return self._members[chat_id]
+
+    def joined(self, chat_id, member):
+        entry = self._members[chat_id]
+        entry.append(member)
+
+    # The value is the awaited object itself: a session a duplicate would leak.
+    async def session(self, chat_id):
+        if chat_id not in self._sessions:
+            session = await self.api(chat_id)
+            self._sessions[chat_id] = session  # error: IL101
+        return self._sessions[chat_id]
+
+    # A constant is a mark that something was done, not a memo: the act runs twice.
+    async def greet(self, chat_id):
+        if chat_id not in self._seen:
+            await self.api(chat_id)
+            self._seen[chat_id] = True  # error: IL101
+
+    # The value derives from a parameter: two callers with different kinds race, and the
+    # first one's is lost.
+    async def set_kind(self, chat_id, kind):
+        if chat_id not in self._kinds:
+            await self.api(chat_id)
+            self._kinds[chat_id] = kind  # error: IL101
+
+    async def api(self, what):
+        await asyncio.sleep(0)
+        return {}
+
+    async def spawn_unused(self):
+        await asyncio.sleep(0)

@@ -488,3 +488,48 @@ class HandoffThreadLock:
     def handoff(self):
         with self._block:
             self._owner = self._next
+
+
+class PriceBook:
+    """A class that takes its lock for reads as well as writes (as code that locks
+    everything does): only state written under the lock is what the lock guards."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._rates = {}
+        self._mode = None
+        self._loaded = None
+
+    # ok: a keyed memo of data derived from the source (`float(row.get(...))`): two threads
+    # that both miss it store an equal rate, and nothing mutates a cached rate in place.
+    def rate(self, code):
+        if code not in self._rates:
+            row = self.source(code)
+            rate = float(row.get("rate", 0))
+            self._rates[code] = rate
+        return self._rates[code]
+
+    def reset(self):
+        with self._lock:
+            self._rates.clear()
+
+    def describe(self):
+        with self._lock:
+            return f"{self._mode}: {len(self._rates)} rates"
+
+    # ok: `_mode` is read under the lock but never written under it: the lock is not what
+    # keeps it consistent, and nothing shows another thread sets it.
+    def set_mode(self, mode):
+        if self._mode is None:
+            self._mode = mode
+
+    def load(self):
+        if self._loaded is None:
+            self._loaded = self.source("all")  # error: IL102
+
+    def reload(self):
+        with self._lock:
+            self._loaded = self.source("all")
+
+    def source(self, code):
+        return {"rate": 1.0, "code": code}

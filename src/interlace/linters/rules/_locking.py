@@ -12,8 +12,8 @@ class (or the functions of a module), without metadata:
 * the calls each function makes to functions of the same scope (``self.m()``, ``f()``), and
   whether a lock is held at the call;
 * from those, one call level at a time until nothing changes: which private helpers run with
-  the lock held by *every* caller (``covered``), and which state is touched under a lock
-  anywhere, directly or in a helper called with the lock held (``guarded``).
+  the lock held by *every* caller (``covered``), and which state is written under a lock
+  anywhere, directly or in a helper called with the lock held (``written``).
 
 A helper named ``*_locked``/``*_unlocked`` (the convention for "the caller holds the lock"), or
 one that starts by asserting ``lock.locked()`` or ``lock._is_owned()``, counts as covered
@@ -25,12 +25,12 @@ The module name starts with ``_`` so rule discovery skips it.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
 
-from interlace.linters.rules._flow import block_body, children, dotted, is_lock_expr
+from interlace.linters.rules._flow import MUTATORS, block_body, children, dotted, is_lock_expr
 
 __all__ = ("LockFacts", "LockScope", "lock_facts", "lock_operation", "released_by_finally")
 
@@ -44,14 +44,15 @@ _OWNERSHIP_TESTS = frozenset({"locked", "_is_owned"})
 class _Usage:
     """What one function does with state and locks.
 
-    Invariant: ``locked`` is a subset of ``touched``; state is named ``self.<attr>`` for
-    attributes of ``self``/``cls`` and by its root name for everything else.
+    Invariant: ``written_locked`` is a subset of ``written``; state is named
+    ``self.<attr>`` for attributes of ``self``/``cls`` and by its root name for everything
+    else.
     """
 
     name: str
     nested: bool
-    touched: set[str] = field(default_factory=set)
-    locked: set[str] = field(default_factory=set)
+    written: set[str] = field(default_factory=set)
+    written_locked: set[str] = field(default_factory=set)
     calls: list[tuple[str, bool]] = field(default_factory=list)
     asserted: bool = False
     holds_locks: bool = False
@@ -63,12 +64,14 @@ class LockFacts:
 
     Attributes:
         covered: names of functions that always run with a lock held by the caller.
-        guarded: state touched under a lock somewhere (``self._d``, ``_registry``).
+        written: state written (assigned, deleted, mutated in place) under a lock somewhere
+            (``self._d``, ``_registry``). Reads do not count: code that takes its lock for
+            every read shows nothing by one.
         uses_locks: some function of the scope takes a lock.
     """
 
     covered: frozenset[str]
-    guarded: frozenset[str]
+    written: frozenset[str]
     uses_locks: bool
 
 
@@ -199,6 +202,39 @@ def _state_name(node: cst.Attribute | cst.Name) -> str | None:
     return parts[0]
 
 
+def _written(node: cst.CSTNode) -> Iterator[str]:
+    """Yield the state a statement or call writes: assignment and ``del`` targets (``self._d``
+    for ``self._d[k] = v``), and the receiver of a mutating method (``self._d.pop(k)``)."""
+    targets: list[cst.BaseExpression] = []
+    if isinstance(node, cst.Assign):
+        targets = [target.target for target in node.targets]
+    elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.Del)):
+        targets = [node.target]
+    elif (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value in _WRITERS
+    ):
+        targets = [node.func.value]
+    stack = targets
+    while stack:
+        target = stack.pop()
+        if isinstance(target, (cst.Tuple, cst.List)):
+            stack.extend(element.value for element in target.elements)
+            continue
+        while isinstance(target, cst.Subscript) or (
+            isinstance(target, cst.Attribute) and dotted(target) is None
+        ):
+            target = target.value
+        if isinstance(target, (cst.Attribute, cst.Name)):
+            name = _state_name(target)
+            if name is not None:
+                yield name
+
+
+_WRITERS = MUTATORS | {"setdefault", "update"}
+
+
 def _callee(func: cst.BaseExpression) -> str | None:
     if isinstance(func, cst.Name):
         return func.value
@@ -264,12 +300,12 @@ def _scan(function: cst.FunctionDef, is_lock: Callable[[cst.BaseExpression], boo
                     elif operation == "release" and current > held:
                         current -= 1
                 continue
+            for name in _written(node):
+                usage.written.add(name)
+                if held:
+                    usage.written_locked.add(name)
             if isinstance(node, (cst.Attribute, cst.Name)):
-                name = _state_name(node)
-                if name is not None:
-                    usage.touched.add(name)
-                    if held:
-                        usage.locked.add(name)
+                if _state_name(node) is not None:
                     continue
             elif isinstance(node, cst.Call):
                 callee = _callee(node.func)
@@ -313,11 +349,11 @@ def lock_facts(
             if calls and all(held or caller in covered for caller, held in calls):
                 covered.add(name)
                 changed = True
-    guarded: set[str] = set()
+    written: set[str] = set()
     for usage in usages:
-        guarded |= usage.touched if usage.name in reached else usage.locked
+        written |= usage.written if usage.name in reached else usage.written_locked
     return LockFacts(
         covered=frozenset(covered),
-        guarded=frozenset(guarded),
+        written=frozenset(written),
         uses_locks=any(usage.holds_locks or usage.asserted for usage in usages),
     )

@@ -16,9 +16,9 @@ check (later writes depend on the function's own write, not on the check), and a
 replaces the earlier check, which is what makes a correct double-checked lock pass.
 
 IL101 then drops the findings no second task can cause: in a method that only one task runs,
-on state that only such methods write (:mod:`._drivers`); and the writes that fill a memo with
-plain data, where a second task that also missed the memo only repeats work
-(:meth:`_Scopes.memo`).
+on state that only such methods write (:mod:`._drivers`). Both rules drop the writes that
+fill a memo with data, where a second task or thread that also missed the memo only repeats
+work (:meth:`_Scopes.memo`).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from interlace.linters._rule import LintContext, Related, Rule
 from interlace.linters.rules._drivers import Drivers, drivers_of, self_member
 from interlace.linters.rules._flow import (
     INIT_METHODS,
+    MUTATORS,
     FactsCollector,
     FunctionFacts,
     ImportAliases,
@@ -625,6 +626,253 @@ def _fresh_data(value: cst.BaseExpression | None, local: Callable[[str], bool]) 
             continue
         stack.extend(children(node))
     return any(local(name) for name in read - bound)
+
+
+def _pure_call(call: cst.Call) -> bool:
+    """Say whether a call only reads or copies: a pure builtin, a container builder, or a
+    read, clock or copy method (``x.get(k)``, ``x.lower()``, ``x.copy()``)."""
+    func = call.func
+    if isinstance(func, cst.Name):
+        return func.value in _PURE_FUNCTIONS or func.value in _BUILDERS
+    return isinstance(func, cst.Attribute) and (
+        func.attr.value in _PURE_METHODS or func.attr.value == "copy"
+    )
+
+
+def _computed(value: cst.BaseExpression, local: Callable[[str], bool]) -> bool:
+    """Say whether ``value`` is computed from the function's own data by reads alone: no
+    ``await``, no call but :func:`_pure_call` ones, and it reads a local variable."""
+    bound: set[str] = set()
+    read: set[str] = set()
+    stack: list[cst.CSTNode] = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.Await, cst.Yield, cst.Lambda, cst.NamedExpr)):
+            return False
+        if isinstance(node, cst.Call) and not _pure_call(node):
+            return False
+        if isinstance(node, cst.CompFor):
+            bound.update(n.value for n in _names(node.target))
+        elif isinstance(node, cst.Name):
+            read.add(node.value)
+        elif isinstance(node, (cst.Attribute, cst.Arg)):
+            stack.append(node.value)  # an attribute's or a keyword's name reads nothing
+            continue
+        stack.extend(children(node))
+    return any(local(name) for name in read - bound)
+
+
+def _stored_names(value: cst.BaseExpression) -> Iterator[str]:
+    """Yield the names whose objects ``value`` stores as they are, not a projection of them:
+    the value itself, the elements of a display, either side of ``or``/``and`` and of
+    ``a if c else b``, and what ``list(x)`` and the like copy. A name a comprehension binds
+    holds an element of its iterable, a projection, and is not yielded."""
+    stack: list[cst.BaseExpression] = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Name):
+            yield node.value
+        elif isinstance(node, (cst.Tuple, cst.List, cst.Set)):
+            stack.extend(element.value for element in node.elements)
+        elif isinstance(node, cst.Dict):
+            for item in node.elements:
+                if isinstance(item, cst.DictElement):
+                    stack.append(item.key)
+                stack.append(item.value)
+        elif isinstance(node, cst.IfExp):
+            stack.extend((node.body, node.orelse))
+        elif isinstance(node, cst.BooleanOperation):
+            stack.extend((node.left, node.right))
+        elif (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Name)
+            and node.func.value in _BUILDERS
+        ):
+            stack.extend(arg.value for arg in node.args)
+
+
+def _bindings(function: cst.FunctionDef, name: str) -> list[cst.BaseExpression | None] | None:
+    """Return the values ``function`` binds to its local ``name`` (``None`` in the list: a
+    binding whose value is not one expression, such as a loop target or an unpacking), or
+    ``None`` when ``name`` is a parameter, whose value the caller chose."""
+    params = function.params
+    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+        if param.name.value == name:
+            return None
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param) and star.name.value == name:
+            return None
+    found: list[cst.BaseExpression | None] = []
+    for node in _own_nodes(function.body):
+        if isinstance(node, cst.Assign):
+            for assigned in node.targets:
+                if isinstance(assigned.target, cst.Name):
+                    if assigned.target.value == name:
+                        found.append(node.value)
+                elif any(n.value == name for n in _names(assigned.target)):
+                    found.append(None)
+        elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
+            if isinstance(node.target, cst.Name) and node.target.value == name:
+                found.append(node.value)
+        elif isinstance(node, (cst.For, cst.CompFor)) and any(
+            n.value == name for n in _names(node.target)
+        ):
+            found.append(None)
+        elif isinstance(node, (cst.AsName, cst.NamedExpr)):
+            bound = node.name if isinstance(node, cst.AsName) else node.target
+            if any(n.value == name for n in _names(bound)):
+                found.append(None)
+        elif (
+            isinstance(node, cst.ExceptHandler)
+            and node.name is not None
+            and any(n.value == name for n in _names(node.name))
+        ):
+            found.append(None)
+    return found
+
+
+def _derived_data(
+    value: cst.BaseExpression | None,
+    function: cst.FunctionDef,
+    local: Callable[[str], bool],
+    depth: int = 0,
+) -> bool:
+    """Say whether ``value`` is data the function derived from what it has in hand, and holds
+    no object the function made or was given: it is :func:`_computed` (reads only, no
+    ``await``, no call but pure ones), not a constant (a constant marks that something was
+    done, which is the check-then-act the rules are for), and every local it stores as it is
+    (:func:`_stored_names`) was bound only to constants or to such data in turn. A fetched
+    name (``name = data.get("name")``), a count, a projection of a response (``result.tools``)
+    qualify; a local bound to an ``await``, to any other call (``Client(...)``,
+    ``await self._create_sandbox()``), or a parameter do not, since the object may own a
+    resource that a duplicate would leak, or differ between the two tasks."""
+    if value is None or depth > 3 or _constant(value) or not _computed(value, local):
+        return False
+    for name in _stored_names(value):
+        if not local(name):
+            continue
+        bindings = _bindings(function, name)
+        if not bindings:
+            return False
+        for bound in bindings:
+            if bound is None:
+                return False
+            if not _constant(bound) and not _derived_data(bound, function, local, depth + 1):
+                return False
+    return True
+
+
+def _state_name(expr: cst.BaseExpression) -> str | None:
+    """``self._x`` for ``self._x`` or ``cls._x``, ``_X`` for a module name, else ``None``."""
+    name = dotted(expr)
+    if name is None or name.count(".") > 1:
+        return None
+    if name.startswith("cls."):
+        return "self." + name[4:]
+    if "." in name and not name.startswith("self."):
+        return None
+    return name
+
+
+_ELEMENT_READS = frozenset({"get", "setdefault", "pop"})
+_VALUE_MUTATORS = MUTATORS | {"setdefault", "update"}
+
+
+def _values_mutated(state: str, functions: Sequence[cst.FunctionDef]) -> bool:
+    """Say whether any of ``functions`` changes a value held in the container ``state``
+    rather than replacing it: ``state[k].append(x)``, ``state[k][j] = x``, ``state[k] += 1``,
+    ``state.setdefault(k, []).append(x)``, or the same through a local or loop variable
+    bound to an element (``entry = state[k]``, ``for v in state.values()``)."""
+    for function in functions:
+        aliases: set[str] = set()
+        nodes = list(_walk(function))
+        for node in nodes:  # aliases first: a loop body may mutate before the next binding
+            if isinstance(node, cst.Assign) and _element(node.value, state, aliases):
+                for target in node.targets:
+                    aliases.update(n.value for n in _names(target.target))
+            elif isinstance(node, (cst.For, cst.CompFor)):
+                iterated = node.iter
+                if (
+                    isinstance(iterated, cst.Call)
+                    and isinstance(iterated.func, cst.Attribute)
+                    and iterated.func.attr.value in ("values", "items")
+                    and _state_name(iterated.func.value) == state
+                ):
+                    aliases.update(n.value for n in _names(node.target))
+        for node in nodes:
+            if (
+                isinstance(node, cst.Call)
+                and isinstance(node.func, cst.Attribute)
+                and node.func.attr.value in _VALUE_MUTATORS
+                and _element(node.func.value, state, aliases)
+            ):
+                return True
+            for stored in _store_targets(node):
+                if isinstance(node, cst.AugAssign) and _element(stored, state, aliases):
+                    return True
+                if isinstance(stored, (cst.Subscript, cst.Attribute)) and _element(
+                    stored.value, state, aliases
+                ):
+                    return True
+    return False
+
+
+def _element(expr: cst.BaseExpression, state: str, aliases: set[str]) -> bool:
+    """Say whether ``expr`` is (part of) a value held in the container ``state``:
+    ``state[k]``, ``state.get(k)``, an attribute or item of one, or a name in ``aliases``."""
+    while True:
+        if isinstance(expr, cst.Name):
+            return expr.value in aliases
+        if isinstance(expr, cst.Subscript):
+            if _state_name(expr.value) == state:
+                return True
+            expr = expr.value
+        elif isinstance(expr, cst.Attribute):
+            expr = expr.value
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+            return expr.func.attr.value in _ELEMENT_READS and _state_name(expr.func.value) == state
+        else:
+            return False
+
+
+def _store_targets(node: cst.CSTNode) -> list[cst.BaseExpression]:
+    """The targets a statement stores to or deletes (not loop or ``with`` targets)."""
+    if isinstance(node, cst.Assign):
+        return [target.target for target in node.targets]
+    if isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.Del)):
+        return [node.target]
+    return []
+
+
+def _mutated_in_place(state: str, functions: Sequence[cst.FunctionDef]) -> bool:
+    """Say whether any of ``functions`` mutates the object ``state`` names in place (a
+    mutating method, an item or attribute store, an augmented assignment) instead of
+    rebinding it."""
+    for function in functions:
+        for node in _walk(function):
+            if (
+                isinstance(node, cst.Call)
+                and isinstance(node.func, cst.Attribute)
+                and node.func.attr.value in _VALUE_MUTATORS
+                and _state_name(node.func.value) == state
+            ):
+                return True
+            for target in _store_targets(node):
+                if isinstance(node, cst.AugAssign) and _state_name(target) == state:
+                    return True
+                while isinstance(target, (cst.Subscript, cst.Attribute)):
+                    target = target.value
+                    if _state_name(target) == state:
+                        return True
+    return False
+
+
+def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(children(current))
 
 
 def _names(node: cst.CSTNode) -> Iterator[cst.Name]:
@@ -1356,20 +1604,43 @@ class _Scopes:
         return True
 
     def memo(self, facts: FunctionFacts, finding: Finding) -> bool:
-        """Say whether the write fills a memo with plain data: it replaces a whole attribute
-        (``self._x = ...``) with a container built fresh from data in hand (:func:`_fresh_data`),
-        and no method mutates that attribute in place. Two tasks that both missed the memo
-        both store a container like it; the first one is dropped, not lost or leaked."""
+        """Say whether the write fills a memo: two tasks (or threads) that both missed it both
+        store what they computed, and the first store is dropped, not lost or leaked.
+
+        That holds when the write replaces a whole attribute or module name with a container
+        built fresh from data in hand (:func:`_fresh_data`) or with data derived from it
+        (:func:`_derived_data`: no object the function made or was given, no constant flag),
+        and nothing mutates that state in place; or when it stores such data under a key
+        (``self._names[user] = name``) of a container whose values nothing mutates in place
+        (:func:`_values_mutated`), so no other task's additions to an entry are lost."""
         write = finding.write
-        if not (
-            isinstance(write, cst.Attribute)
-            and isinstance(write.value, cst.Name)
-            and write.value.value in ("self", "cls")
-            and _fresh_data(finding.value, _local_of(facts))
+        value = finding.value
+        local = _local_of(facts)
+        if id(facts.node) in self.nested:
+            return False
+        if isinstance(write, cst.Subscript):
+            state = _state_name(write.value)
+            if state is None or not _derived_data(value, facts.node, local):
+                return False
+            return not _values_mutated(state, self._functions_seeing(state, facts))
+        if not isinstance(write, (cst.Attribute, cst.Name)):
+            return False
+        state = _state_name(write)
+        if state is None or not (
+            _fresh_data(value, local) or _derived_data(value, facts.node, local)
         ):
             return False
-        drivers = self.drivers(facts)
-        return drivers is not None and _state_root(finding.state) not in drivers.in_place
+        if state.startswith("self."):
+            drivers = self.drivers(facts)
+            return drivers is not None and _state_root(finding.state) not in drivers.in_place
+        return not _mutated_in_place(state, self._functions_seeing(state, facts))
+
+    def _functions_seeing(self, state: str, facts: FunctionFacts) -> list[cst.FunctionDef]:
+        """The functions that can reach ``state``: the class's methods for ``self._x``, every
+        function and method of the module for a module name."""
+        if state.startswith("self."):
+            return list(self.scope(facts.class_name).functions)
+        return [function for scope in self.by_owner.values() for function in scope.functions]
 
     def lazy(self, facts: FunctionFacts, finding: Finding) -> bool:
         """Say whether the finding is lazy initialisation (IL104 rather than IL101): the check
@@ -1400,11 +1671,11 @@ class _Scopes:
             )
         )
 
-    def guarded(self) -> frozenset[str]:
-        """Module state touched under a lock anywhere in the module."""
+    def written(self) -> frozenset[str]:
+        """Module state written under a lock anywhere in the module."""
         out: set[str] = set()
         for scope in self.by_owner.values():
-            out |= scope.facts().guarded
+            out |= scope.facts().written
         return frozenset(out)
 
     def module_uses_locks(self) -> bool:
@@ -1452,12 +1723,16 @@ class FlagCheckThenActAcrossAwait(FactsCollector, Rule):
         "asked whether the state is this task's own "
         "(`self._owner is asyncio.current_task()` on its false branch, with every writer "
         "storing `None` or its own task), which no other task can make true; and for a memo "
-        "of plain data "
-        "(`self._names = sorted(...)`, a comprehension: a fresh container built from the "
-        "function's own data, with no await or call in it but pure builtins and reads, and "
-        "never mutated in place), where a second task that also missed the memo only "
-        "duplicates work. A value that comes from an `await` or a call may be a resource "
-        "(a client, a connection), and a second copy leaks, so those stay reported. Lazy "
+        "of data, where a second task that also missed the memo only duplicates work: an "
+        "attribute or module name replaced whole, or an entry stored under a key "
+        "(`self._names[chat_id] = name`), with a value computed from the function's own "
+        "data by reads alone (`sorted(...)`, a comprehension, `str(data.get('name'))`, "
+        "`result.tools`: no await or call in it but pure builtins and reads, and no local "
+        "in it bound to an await, a call or a parameter), and neither the state nor (for a "
+        "keyed store) any entry of it mutated in place anywhere in the class or module. A "
+        "value that comes from an `await` or a call as it is may be a resource (a client, a "
+        "connection), and a second copy leaks; a constant marks that something was done; "
+        "a parameter may differ between the two callers: those stay reported. Lazy "
         "initialisation of one attribute (`if self._client is None: self._client = await "
         "connect()`, `if not self._ready: await setup(); self._ready = True`) is reported as "
         "IL104 instead, an opt-in rule: its duplicate is harmless unless what it creates owns "
@@ -1845,9 +2120,12 @@ class FlagUnlockedCheckThenAct(FactsCollector, Rule):
         "at code with evidence that it is shared between threads: the class or module uses a "
         "threading lock, starts threads, hands work to an executor or `to_thread`, or the "
         "class is named in `shared-classes`. In code that has or takes locks, the locks also "
-        "say *what* is shared (as in RacerD): only state that some function reads or writes "
-        "under a lock, directly or in a helper called with the lock held, is reported, since "
-        "state the code never locks is usually confined to one thread. A private helper whose "
+        "say *what* is shared (as in RacerD): only state that some function writes under a "
+        "lock (assigns, deletes or mutates in place), directly or in a helper called with "
+        "the lock held, is reported, since state the code never writes under a lock is "
+        "usually confined to one thread (code that takes its lock for every read as well "
+        "shows nothing by a read). A memo of data is left alone as IL101 leaves it. A "
+        "private helper whose "
         "every caller in the class holds a lock, or one named `*_locked`/`*_unlocked` or "
         "asserting `lock.locked()`, runs under its caller's lock and is not reported. A lock "
         "counts as held across a `try` whose `finally` releases it, however it was taken "
@@ -2114,6 +2392,10 @@ class FlagUnlockedCheckThenAct(FactsCollector, Rule):
                     # The check asked whether this thread owns the state; no other thread
                     # can make that true.
                     continue
+                if self._scopes.memo(facts, finding):
+                    # A memo of data: a second thread that also missed it stores its own
+                    # copy; nothing is lost or leaked.
+                    continue
                 root = _root(finding.state, evidence)
                 found = evidence[root]
                 guarded = self._guarded_by_lock(finding.state, root, owner, found)
@@ -2126,7 +2408,7 @@ class FlagUnlockedCheckThenAct(FactsCollector, Rule):
                     where = "class" if root != "" else "module"
                     what = f"the {where} uses `{found.what}`"
                     if guarded:
-                        what += f" and accesses `{_state_root(finding.state)}` under a lock"
+                        what += f" and writes `{_state_root(finding.state)}` under a lock"
                     related.append(Related(found.node, f"{found.what} here: shared with threads"))
                 self.report(
                     finding.write,
@@ -2138,7 +2420,7 @@ class FlagUnlockedCheckThenAct(FactsCollector, Rule):
         self, state: str, root: str, owner: str | None, found: _Evidence | None
     ) -> bool | None:
         """RacerD's test: in code that has or takes locks, is ``state`` one of the things it
-        takes them for? ``None`` when the evidence is not a lock and the scope takes none (a
+        takes them for (written under a lock somewhere)? ``None`` when the evidence is not a lock and the scope takes none (a
         class that only starts threads), or the user declared the class shared: then the
         question narrows nothing."""
         if found is None:
@@ -2146,11 +2428,11 @@ class FlagUnlockedCheckThenAct(FactsCollector, Rule):
         if root == "":
             if not (found.lock or self._scopes.module_uses_locks()):
                 return None
-            return _state_root(state) in self._scopes.guarded()
+            return _state_root(state) in self._scopes.written()
         facts = self._scopes.scope(owner).facts()
         if not (found.lock or facts.uses_locks):
             return None
-        return _state_root(state) in facts.guarded
+        return _state_root(state) in facts.written
 
     def _shared(self) -> bool:
         return bool(self.context.shared_classes)
