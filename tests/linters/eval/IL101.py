@@ -10,6 +10,7 @@ Negatives are named in a comment starting with ``# ok:``.
 
 import asyncio
 import threading
+import time
 from enum import Enum
 
 
@@ -1007,6 +1008,8 @@ class ChatDirectory:
         self._sessions = {}
         self._raw = None
         self._seen = {}
+        self._peers = {}
+        self._opened = None
 
     # ok: a keyed memo of data derived from the response (a `.get` chain, `str()`): a second
     # task that also missed it stores an equal name under the same key, and nothing mutates
@@ -1032,6 +1035,24 @@ class ChatDirectory:
         result = await self.api("tools")
         self._raw = result.tools
         return self._raw
+
+    # ok: a TTL cache entry: the clock read and the peers filtered from the response are
+    # data; a second task stores an equal list with a later time.
+    async def peers(self, channel):
+        now = time.monotonic()
+        cached = self._peers.get(channel)
+        if cached and now - cached[0] < 30:
+            return cached[1]
+        names = await self.api(channel)
+        peers = [n for n in names if n.startswith(channel)]
+        self._peers[channel] = (now, peers)
+        return peers
+
+    # A timestamp stored alone marks that something was done (a start), not a memo.
+    async def open(self, chat_id):
+        if self._opened is None:
+            await self.api(chat_id)
+            self._opened = time.monotonic()  # error: IL104
 
     # The cached lists are appended to below: the first task's list, and what was appended
     # to it during the await, is replaced.

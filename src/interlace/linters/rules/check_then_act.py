@@ -639,9 +639,12 @@ def _pure_call(call: cst.Call) -> bool:
     )
 
 
-def _computed(value: cst.BaseExpression, local: Callable[[str], bool]) -> bool:
-    """Say whether ``value`` is computed from the function's own data by reads alone: no
-    ``await``, no call but :func:`_pure_call` ones, and it reads a local variable."""
+def _computed(
+    value: cst.BaseExpression, local: Callable[[str], bool], *, reads_local: bool = True
+) -> bool:
+    """Say whether ``value`` is computed by reads alone: no ``await``, no call but
+    :func:`_pure_call` ones, and (with ``reads_local``) from the function's own data: it
+    reads a local variable."""
     bound: set[str] = set()
     read: set[str] = set()
     stack: list[cst.CSTNode] = [value]
@@ -659,7 +662,7 @@ def _computed(value: cst.BaseExpression, local: Callable[[str], bool]) -> bool:
             stack.append(node.value)  # an attribute's or a keyword's name reads nothing
             continue
         stack.extend(children(node))
-    return any(local(name) for name in read - bound)
+    return not reads_local or any(local(name) for name in read - bound)
 
 
 def _stored_names(value: cst.BaseExpression) -> Iterator[str]:
@@ -741,12 +744,19 @@ def _derived_data(
     no object the function made or was given: it is :func:`_computed` (reads only, no
     ``await``, no call but pure ones), not a constant (a constant marks that something was
     done, which is the check-then-act the rules are for), and every local it stores as it is
-    (:func:`_stored_names`) was bound only to constants or to such data in turn. A fetched
-    name (``name = data.get("name")``), a count, a projection of a response (``result.tools``)
-    qualify; a local bound to an ``await``, to any other call (``Client(...)``,
+    (:func:`_stored_names`) was bound only to constants or to values computed by reads
+    alone in turn (a clock read counts there: ``(now, peers)`` with ``now =
+    time.monotonic()``). A fetched name (``name = data.get("name")``), a count, a
+    projection of a response (``result.tools``) qualify; a local bound to an ``await``, to
+    any other call (``Client(...)``,
     ``await self._create_sandbox()``), or a parameter do not, since the object may own a
     resource that a duplicate would leak, or differ between the two tasks."""
-    if value is None or depth > 3 or _constant(value) or not _computed(value, local):
+    if (
+        value is None
+        or depth > 3
+        or _constant(value)
+        or not _computed(value, local, reads_local=not depth)
+    ):
         return False
     for name in _stored_names(value):
         if not local(name):
@@ -2420,9 +2430,9 @@ class FlagUnlockedCheckThenAct(FactsCollector, Rule):
         self, state: str, root: str, owner: str | None, found: _Evidence | None
     ) -> bool | None:
         """RacerD's test: in code that has or takes locks, is ``state`` one of the things it
-        takes them for (written under a lock somewhere)? ``None`` when the evidence is not a lock and the scope takes none (a
-        class that only starts threads), or the user declared the class shared: then the
-        question narrows nothing."""
+        takes them for (written under a lock somewhere)? ``None`` when the evidence is not a
+        lock and the scope takes none (a class that only starts threads), or the user
+        declared the class shared: then the question narrows nothing."""
         if found is None:
             return None
         if root == "":
