@@ -1073,6 +1073,26 @@ class ChatDirectory:
             self._sessions[chat_id] = session  # error: IL101
         return self._sessions[chat_id]
 
+    # ok: a bounded keyed memo: the size is measured to evict, after the await, not in the
+    # check; the entry stored is data read out of the response.
+    async def union_id(self, user_id):
+        cached = self._kinds.get(user_id)
+        if cached:
+            return cached
+        detail = await self.api(user_id)
+        union = str((detail or {}).get("union_id") or "")
+        if len(self._kinds) >= 100:
+            self._kinds.pop(next(iter(self._kinds)))
+        self._kinds[user_id] = union
+        return union
+
+    # A capacity check, not a memo: two tasks storing under different keys both pass it.
+    async def remember(self, chat_id):
+        if len(self._names) < 100:
+            data = await self.api(chat_id)
+            name = str(data.get("name", ""))
+            self._names[chat_id] = name  # error: IL101
+
     # A constant is a mark that something was done, not a memo: the act runs twice.
     async def greet(self, chat_id):
         if chat_id not in self._seen:

@@ -877,6 +877,19 @@ def _mutated_in_place(state: str, functions: Sequence[cst.FunctionDef]) -> bool:
     return False
 
 
+def _sizes(test: cst.CSTNode | None, state: str) -> bool:
+    """Say whether ``test`` measures the container ``state`` (``len(self._d) < n``): a store
+    under it is a capacity check, which two tasks storing under different keys both pass."""
+    return test is not None and any(
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Name)
+        and node.func.value == "len"
+        and len(node.args) == 1
+        and _state_name(node.args[0].value) == state
+        for node in _walk(test)
+    )
+
+
 def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     stack = [node]
     while stack:
@@ -1630,7 +1643,11 @@ class _Scopes:
             return False
         if isinstance(write, cst.Subscript):
             state = _state_name(write.value)
-            if state is None or not _derived_data(value, facts.node, local):
+            if (
+                state is None
+                or _sizes(finding.check.test, state)
+                or not _derived_data(value, facts.node, local)
+            ):
                 return False
             return not _values_mutated(state, self._functions_seeing(state, facts))
         if not isinstance(write, (cst.Attribute, cst.Name)):
