@@ -6,7 +6,9 @@ token names a point, so a point must get the same number either way. Each test h
 program once with a chooser consulted at every point (every point counted where it is) and
 then once per point with a chooser consulted only there, and checks that the chooser sees
 the same place under the same number. On 3.12+ every point is counted where it is, and the
-tests check the same thing of the ``sys.monitoring`` hooks.
+tests check the same thing of the ``sys.monitoring`` hooks. The last test checks that the
+shortcut 3.11 takes at ``with lock:`` (``Plan.eager``) reads the lock the line is about to
+take.
 """
 
 from __future__ import annotations
@@ -49,6 +51,27 @@ class Everywhere(Chooser):
         return 0
 
 
+class SwitchAt(Chooser):
+    # Consulted at every point up to the first in function name at line: there it takes
+    # the first other thread, and is never consulted again.
+
+    def __init__(self, program, name, line):
+        self.consult_at = 0
+        self.program = program
+        self.name = name
+        self.line = line
+        self.switched = False
+
+    def choose(self, step, actors, can_advance):
+        where = place(self.program)
+        if where[0] == self.name and where[1] == self.line:
+            self.consult_at = NEVER
+            self.switched = True
+            return 1
+        self.consult_at = step + 1
+        return 0
+
+
 class Once(Chooser):
     def __init__(self, program, step):
         self.consult_at = step
@@ -64,6 +87,8 @@ _namespace: dict[str, Any] = {}
 exec(compile(_CHOOSERS, "<choosers>", "exec"), _namespace)
 Everywhere: Callable[[str], Any] = _namespace["Everywhere"]
 """Consulted at every point; ``places`` maps each step to where it was."""
+SwitchAt: Callable[[str, str, int], Any] = _namespace["SwitchAt"]
+"""Takes another thread at the first point at a place, and is never consulted again."""
 Once: Callable[[str, int], Any] = _namespace["Once"]
 """Consulted only at the given step; ``places`` maps it to where it was."""
 
@@ -153,3 +178,47 @@ def test_a_point_has_the_same_number_whether_or_not_a_chooser_is_due_there() -> 
             once = Once(__file__, step)
             assert _run(backend, once) == steps
             assert once.places == {step: everywhere.places[step]}, step
+
+
+_LOCK_C = threading.Lock()
+_LOCK_D = threading.Lock()
+_HOLDS_D = threading.Event()
+
+
+def _rebinds_its_lock() -> None:
+    lock = _LOCK_C
+    with lock:
+        pass
+    _HOLDS_D.wait()
+    lock = _LOCK_D  # the same local: now a lock the other thread holds
+    with lock:
+        pass
+
+
+def _holds_d() -> None:
+    with _LOCK_D:
+        _HOLDS_D.set()
+        pass  # SwitchAt's place: the other thread runs from here, while this one holds D
+
+
+def _rebinding_program() -> None:
+    _HOLDS_D.clear()
+    threads = [threading.Thread(target=target) for target in (_rebinds_its_lock, _holds_d)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def test_a_with_of_a_rebound_local_reads_the_local_anew() -> None:
+    # 3.11 reads the lock of ``with lock:`` from the frame's f_locals at the line's event.
+    # That dict is the same object at every event of a frame but is brought up to date only
+    # when f_locals is read: a dict kept from the first ``with`` would show _LOCK_C at the
+    # second, free, and the thread would take _LOCK_D for real while the other thread holds
+    # it (a stall).
+    line = _holds_d.__code__.co_firstlineno + 3
+    with controlled_exploration((), _rebinding_program):
+        backend = ThreadsBackend(_rebinding_program, Settings(backend="threads"))
+        chooser = SwitchAt(__file__, "_holds_d", line)
+        _run(backend, chooser)
+        assert chooser.switched

@@ -1494,6 +1494,7 @@ def _trace_local(plan: _instrument.Plan) -> _Tracer:
     count comes out the same: until then no other point can come (a call converts the point
     back to an opcode-traced one, in ``_trace_call``), an exception before the point means
     it was never reached, and the point's number is below ``attention`` when the line starts.
+    Until that event the frame's tracer is ``pending``, so no other event checks for it.
 
     A line that only loads a local before its one point, a ``with`` (``Plan.eager``, as in
     ``with lock:``), does that point's work at its line event: the local cannot change
@@ -1503,70 +1504,32 @@ def _trace_local(plan: _instrument.Plan) -> _Tracer:
     inline = plan.inline
     finals = plan.finals
     line_last = plan.line_last
-    lazy = plan.lazy
-    eager = plan.eager
-    with_locals = plan.with_locals
+    # Each line with points: its last point, where its lazy or eager point's straight run
+    # starts and that point (-1, -1: neither), and an eager point's local ("" for a lazy one).
+    lines: dict[int, tuple[int, int, int, str]] = {}
+    for lineno, last in line_last.items():
+        start, point, name = -1, -1, ""
+        if lineno in plan.lazy:
+            start, point = plan.lazy[lineno]
+        elif lineno in plan.eager and plan.eager[lineno][1] in plan.with_locals:
+            start, point = plan.eager[lineno]
+            name = plan.with_locals[point]
+        lines[lineno] = (last, start, point, name)
 
+    # The hooks return None wherever they keep the frame's tracer: 3.11 sets ``f_trace``
+    # only to a tracer returned. Layout matters here: a jump too long for one code unit
+    # keeps 3.11 from specializing the comparison before it, hence the early returns.
     def trace(frame: types.FrameType, event: str, arg: Any) -> Any:
-        t = _baton
-        if t is not None and t.pending is frame:
-            t.pending = None
-            if event != "exception" or frame.f_lasti >= t.pending_at:
-                ctl = t.ctl
-                ctl.step += 1
-                if ctl.step >= ctl.attention:
-                    ctl.attend(t)
-        if event == "line":
-            lineno = frame.f_lineno
-            if lineno not in line_last:  # the usual line: a point at its start only
-                # (opcode events are off here: the last point of a line turns them off, and
-                # an opcode event on a line without points does if the line was left early)
-                if t is not None:
-                    ctl = t.ctl
-                    ctl.step += 1
-                    if ctl.step >= ctl.attention:
-                        ctl.attend(t)
-                return trace
-            offset = frame.f_lasti
-            frame.f_trace_opcodes = offset <= line_last[lineno]
-            if t is not None:
-                ctl = t.ctl
-                ctl.step += 1
-                if ctl.step >= ctl.attention:
-                    ctl.attend(t)
-                run = lazy.get(lineno)
-                if (
-                    run is not None
-                    and run[0] <= offset < run[1]
-                    and ctl.step + 1 < ctl.attention
-                    and _baton is t
-                ):
-                    frame.f_trace_opcodes = False
-                    t.pending = frame
-                    t.pending_at = run[1]
-                    return trace
-                run = eager.get(lineno)
-                if run is not None and run[0] <= offset < run[1] and _baton is t:
-                    frame.f_trace_opcodes = False
-                    # _with_site's free-Lock way, written out (every ``with lock:`` pays it)
-                    manager = frame.f_locals.get(with_locals[run[1]])
-                    if (
-                        type(manager) is _LOCK
-                        and ctl.step + 1 < ctl.attention
-                        and not ctl.record
-                        and not manager.locked()
-                    ):
-                        ctl.step += 1
-                    else:
-                        _site(plan, t, run[1], frame)
-        elif event == "opcode":
-            offset = frame.f_lasti
-            if offset not in offsets:
-                if frame.f_lineno not in line_last:
-                    frame.f_trace_opcodes = False  # left a line with points before its last
-            else:
+        if event != "line":
+            if event == "opcode":
+                offset = frame.f_lasti
+                if offset not in offsets:
+                    if frame.f_lineno not in line_last:
+                        frame.f_trace_opcodes = False  # left a line with points before its last
+                    return None
                 if offset in finals:
                     frame.f_trace_opcodes = False
+                t = _baton
                 if t is not None:
                     if offset in inline:
                         ctl = t.ctl
@@ -1575,7 +1538,70 @@ def _trace_local(plan: _instrument.Plan) -> _Tracer:
                             ctl.attend(t)
                     else:
                         _site(plan, t, offset, frame)
-        return trace
+            return None
+        lineno = frame.f_lineno
+        if lineno not in line_last:  # the usual line: a point at its start only
+            # (opcode events are off here: the last point of a line turns them off, and
+            # an opcode event on a line without points does if the line was left early)
+            t = _baton
+            if t is not None:
+                ctl = t.ctl
+                ctl.step += 1
+                if ctl.step >= ctl.attention:
+                    ctl.attend(t)
+            return None
+        last, start, point, name = lines[lineno]
+        offset = frame.f_lasti
+        t = _baton
+        if t is not None:
+            ctl = t.ctl
+            ctl.step += 1
+            if ctl.step >= ctl.attention:
+                ctl.attend(t)
+            if start <= offset < point and _baton is t:
+                if not name:  # lazy
+                    if ctl.step + 1 < ctl.attention:
+                        frame.f_trace_opcodes = False
+                        t.pending = frame
+                        t.pending_at = point
+                        return pending
+                else:  # eager
+                    frame.f_trace_opcodes = False
+                    # _with_site's free-Lock way, written out (every ``with lock:`` pays it)
+                    manager = frame.f_locals.get(name)
+                    if (
+                        type(manager) is _LOCK
+                        and ctl.step + 1 < ctl.attention
+                        and not ctl.record
+                        and not manager.locked()
+                    ):
+                        ctl.step += 1
+                    else:
+                        _site(plan, t, point, frame)
+                    return None
+        frame.f_trace_opcodes = offset <= last
+        return None
+
+    def pending(frame: types.FrameType, event: str, arg: Any) -> Any:
+        # The tracer of a frame from a lazy line on, up to its next event: that event counts
+        # the lazy point if the frame is past it (and ``_trace_call`` has not made it an
+        # opcode-traced one), then goes as in ``trace``, which the frame gets back.
+        t = _baton
+        if t is not None and t.pending is frame:
+            t.pending = None
+            if event != "exception" or frame.f_lasti >= t.pending_at:
+                ctl = t.ctl
+                ctl.step += 1
+                if ctl.step >= ctl.attention:
+                    ctl.attend(t)
+            if event == "line" and frame.f_lineno not in line_last:  # trace's usual line
+                ctl = t.ctl
+                ctl.step += 1
+                if ctl.step >= ctl.attention:
+                    ctl.attend(t)
+                return trace
+        result = trace(frame, event, arg)
+        return trace if result is None else result
 
     return trace
 
