@@ -33,6 +33,7 @@ __all__ = (
     "module_level_names",
     "mutated_state",
     "render",
+    "store_targets",
 )
 
 MUTATORS = frozenset(
@@ -94,6 +95,16 @@ def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
             for item in value:
                 if isinstance(item, cst.CSTNode):
                     yield item
+
+
+def store_targets(node: cst.CSTNode) -> list[cst.BaseExpression]:
+    """Return the targets a statement stores to or deletes (``x = ...``, ``x += ...``,
+    ``x: T = ...``, ``del x``); not loop, ``with`` or comprehension targets."""
+    if isinstance(node, cst.Assign):
+        return [target.target for target in node.targets]
+    if isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.Del)):
+        return [node.target]
+    return []
 
 
 def dotted(expr: cst.BaseExpression) -> str | None:

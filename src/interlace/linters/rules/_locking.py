@@ -30,7 +30,14 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from interlace.linters.rules._flow import MUTATORS, block_body, children, dotted, is_lock_expr
+from interlace.linters.rules._flow import (
+    MUTATORS,
+    block_body,
+    children,
+    dotted,
+    is_lock_expr,
+    store_targets,
+)
 
 __all__ = ("LockFacts", "LockScope", "lock_facts", "lock_operation", "released_by_finally")
 
@@ -205,18 +212,13 @@ def _state_name(node: cst.Attribute | cst.Name) -> str | None:
 def _written(node: cst.CSTNode) -> Iterator[str]:
     """Yield the state a statement or call writes: assignment and ``del`` targets (``self._d``
     for ``self._d[k] = v``), and the receiver of a mutating method (``self._d.pop(k)``)."""
-    targets: list[cst.BaseExpression] = []
-    if isinstance(node, cst.Assign):
-        targets = [target.target for target in node.targets]
-    elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.Del)):
-        targets = [node.target]
-    elif (
+    stack = store_targets(node)
+    if (
         isinstance(node, cst.Call)
         and isinstance(node.func, cst.Attribute)
         and node.func.attr.value in _WRITERS
     ):
-        targets = [node.func.value]
-    stack = targets
+        stack.append(node.func.value)
     while stack:
         target = stack.pop()
         if isinstance(target, (cst.Tuple, cst.List)):

@@ -46,6 +46,7 @@ from interlace.linters.rules._flow import (
     is_lock_expr,
     mutated_state,
     render,
+    store_targets,
 )
 from interlace.linters.rules._locking import LockScope, released_by_finally
 
@@ -817,7 +818,7 @@ def _values_mutated(state: str, functions: Sequence[cst.FunctionDef]) -> bool:
                 and _element(node.func.value, state, aliases)
             ):
                 return True
-            for stored in _store_targets(node):
+            for stored in store_targets(node):
                 if isinstance(node, cst.AugAssign) and _element(stored, state, aliases):
                     return True
                 if isinstance(stored, (cst.Subscript, cst.Attribute)) and _element(
@@ -845,15 +846,6 @@ def _element(expr: cst.BaseExpression, state: str, aliases: set[str]) -> bool:
             return False
 
 
-def _store_targets(node: cst.CSTNode) -> list[cst.BaseExpression]:
-    """The targets a statement stores to or deletes (not loop or ``with`` targets)."""
-    if isinstance(node, cst.Assign):
-        return [target.target for target in node.targets]
-    if isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.Del)):
-        return [node.target]
-    return []
-
-
 def _mutated_in_place(state: str, functions: Sequence[cst.FunctionDef]) -> bool:
     """Say whether any of ``functions`` mutates the object ``state`` names in place (a
     mutating method, an item or attribute store, an augmented assignment) instead of
@@ -867,7 +859,7 @@ def _mutated_in_place(state: str, functions: Sequence[cst.FunctionDef]) -> bool:
                 and _state_name(node.func.value) == state
             ):
                 return True
-            for target in _store_targets(node):
+            for target in store_targets(node):
                 if isinstance(node, cst.AugAssign) and _state_name(target) == state:
                     return True
                 while isinstance(target, (cst.Subscript, cst.Attribute)):
@@ -1424,17 +1416,13 @@ def _stores_only(
             for n in _all_nodes(node.body)
         ):
             return False
-        targets: list[cst.BaseExpression] = []
-        if isinstance(node, cst.Assign):
-            targets = [t.target for t in node.targets]
-        elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.Del)):
-            targets = [node.target]
-        elif (
+        if (
             isinstance(node, cst.Call)
             and isinstance(node.func, cst.Attribute)
             and _writes_self_attr(node.func.value, attr)
         ):
             return False
+        targets = store_targets(node)
         for target in targets:
             if self_member(target) == attr and isinstance(node, (cst.Assign, cst.AnnAssign)):
                 value = node.value
