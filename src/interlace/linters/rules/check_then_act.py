@@ -796,7 +796,7 @@ def _values_mutated(state: str, functions: Sequence[cst.FunctionDef]) -> bool:
     bound to an element (``entry = state[k]``, ``for v in state.values()``)."""
     for function in functions:
         aliases: set[str] = set()
-        nodes = list(_walk(function))
+        nodes = list(_all_nodes(function))
         for node in nodes:  # aliases first: a loop body may mutate before the next binding
             if isinstance(node, cst.Assign) and _element(node.value, state, aliases):
                 for target in node.targets:
@@ -851,7 +851,7 @@ def _mutated_in_place(state: str, functions: Sequence[cst.FunctionDef]) -> bool:
     mutating method, an item or attribute store, an augmented assignment) instead of
     rebinding it."""
     for function in functions:
-        for node in _walk(function):
+        for node in _all_nodes(function):
             if (
                 isinstance(node, cst.Call)
                 and isinstance(node.func, cst.Attribute)
@@ -878,16 +878,8 @@ def _sizes(test: cst.CSTNode | None, state: str) -> bool:
         and node.func.value == "len"
         and len(node.args) == 1
         and _state_name(node.args[0].value) == state
-        for node in _walk(test)
+        for node in _all_nodes(test)
     )
-
-
-def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(children(current))
 
 
 def _names(node: cst.CSTNode) -> Iterator[cst.Name]:
