@@ -248,6 +248,30 @@ class BaseAgent:
                 task.cancel()
 
 
+    # ok: a loop over a tuple of the tasks hands each one to a canceller.
+    async def cancel_each_through_a_helper(self, fetch_a, fetch_b, manager):
+        a, b = asyncio.create_task(fetch_a()), asyncio.create_task(fetch_b())
+        try:
+            done, _ = await asyncio.wait({a, b}, return_when=asyncio.FIRST_COMPLETED)
+            return done.pop().result()
+        finally:
+            for task in (a, b):
+                if not task.done():
+                    await manager.cancel_task(task)
+
+    # A loop that only logs each task cancels nothing.
+    async def log_each(self, fetch_a, fetch_b):
+        a, b = asyncio.create_task(fetch_a()), asyncio.create_task(fetch_b())
+        try:
+            done, _ = await asyncio.wait(  # error: IL302
+                {a, b}, return_when=asyncio.FIRST_COMPLETED
+            )
+            return done.pop().result()
+        finally:
+            for task in (a, b):
+                print(task)
+
+
 def _cancel_all(tasks):
     for task in tasks:
         task.cancel()

@@ -5,6 +5,7 @@ Negatives are named in a comment starting with ``# ok:``.
 """
 
 import asyncio
+import collections
 import copy
 from collections import defaultdict
 
@@ -300,3 +301,44 @@ class CountingRuntime(SharingRuntime):
 
     def names(self):
         return sorted(self._agents)
+
+
+class Children:
+    """A list that other tasks only grow at the end: a loop over it walks to the new end."""
+
+    def __init__(self):
+        self._children = []
+        self._queued: list[str] = []
+        self._watchers = collections.deque()
+        self._slots = []
+
+    async def attach(self, child):
+        self._children.append(child)
+        self._children.extend(child.siblings)
+        self._queued += [child.name]
+        self._watchers.append(child)
+        self._slots.insert(0, child)
+
+    async def rename(self, index, child):
+        self._children[index] = child
+
+    # ok: `_children` is a list only appended to, extended or item-replaced: an element added
+    # during the await is visited too, and none is skipped or repeated.
+    async def broadcast(self, message):
+        for child in self._children:
+            await child.send(message)
+
+    # ok: the `list[...]` annotation says `_queued` is a list, which `+=` only extends.
+    async def flush(self, sink):
+        for name in self._queued:
+            await sink.write(name)
+
+    # A deque raises `RuntimeError` on any change during iteration, appends included.
+    async def notify(self, message):
+        for watcher in self._watchers:  # error: IL303
+            await watcher.send(message)
+
+    # `insert(0, ...)` shifts the elements under the loop: one is visited twice.
+    async def fill(self, message):
+        for slot in self._slots:  # error: IL303
+            await slot.send(message)

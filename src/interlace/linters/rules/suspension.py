@@ -503,11 +503,13 @@ class _Pending:
                 for n in _walk(scanned)
                 if isinstance(n, cst.Name) and (n.value == self.pending or n.value in self.tasks)
             )
-            if header and any(
-                isinstance(n, cst.Call)
-                and (_is_cancel_call(n) or any(self.covers(a.value) for a in n.args))
-                for n in _walk(stmt.body)
-            ):
+            # The loop variable holds each task in turn: `for t in (a, b): await cancel(t)`.
+            each = (
+                stmt.target.value
+                if isinstance(stmt, cst.For) and isinstance(stmt.target, cst.Name)
+                else None
+            )
+            if header and any(self._handles_each(n, each) for n in _walk(stmt.body)):
                 return header
             return frozenset()
         if not isinstance(stmt, cst.SimpleStatementLine):
@@ -529,6 +531,22 @@ class _Pending:
                 assert node.value is not None
                 held |= self.covers(node.value)
         return frozenset(held)
+
+    def _handles_each(self, node: cst.CSTNode, each: str | None) -> bool:
+        """Say whether ``node``, in a loop over the tasks, cancels, awaits or hands off one."""
+
+        def is_each(expr: cst.BaseExpression) -> bool:
+            return isinstance(expr, cst.Name) and expr.value == each
+
+        if isinstance(node, cst.Await):
+            return is_each(node.expression)
+        if not isinstance(node, cst.Call):
+            return False
+        if _is_cancel_call(node) or any(self.covers(a.value) for a in node.args):
+            return True
+        callee = dotted(node.func)
+        quiet = callee is not None and callee.rsplit(".", 1)[-1] in _QUIET_CALLS
+        return not quiet and any(is_each(a.value) for a in node.args)
 
     def finished(self, test: cst.BaseExpression, *, holds: bool) -> frozenset[str]:
         """Return the tasks known to be done where ``test`` evaluates to ``holds``.
@@ -1088,7 +1106,11 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
         "`self._subs[t]`, `del self._subs[t]` against a loop over `self._subs` (or its "
         "views). A loop over a local that the attribute stopped naming before it "
         "(`subs = self._subs; self._subs = []; for s in subs:`, on every path) walks a "
-        "detached container and is not flagged either."
+        "detached container and is not flagged either, nor is a list (a list display, "
+        "comprehension, `list()` or `list[...]` annotation at every binding) that other code "
+        "only appends to, extends or replaces items of: its iterator walks to the new end, "
+        "and nothing raises, is skipped or repeated (a deque raises on any change, and "
+        "`insert` shifts the elements under the loop)."
     )
     bad_example: ClassVar[str] = (
         "class Bus:\n"
@@ -1166,6 +1188,12 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
         # changes the list a loop over `self._subs[t]` walks, and cannot break a loop over
         # `self._subs` (whose size it leaves alone); `del self._subs[t]` is the other way round.
         self._mutated: dict[tuple[str, int], cst.CSTNode] = {}
+        # The mutations that can make a loop over a *list* skip or repeat an element: growing
+        # it at the end (`append`, `extend`, `+=`) or replacing an item cannot.
+        self._reorders: dict[tuple[str, int], cst.CSTNode] = {}
+        # What each container is bound to: "list" for a list display, comprehension, `list()`
+        # or a `list[...]` annotation, "other" for anything else.
+        self._kinds: dict[str, set[str]] = {}
         self._methods: dict[str, list[cst.FunctionDef]] = {}
         self._nested: set[int] = set()
         self._drivers: dict[str, Drivers] = {}
@@ -1190,13 +1218,17 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
         owner = (facts.class_name or "") if key.split(".", 1)[0] in ("self", "cls") else ""
         return f"{owner}:{key}"
 
-    def _mutation(self, target: cst.BaseExpression, node: cst.CSTNode, *, grows: bool) -> None:
+    def _mutation(
+        self, target: cst.BaseExpression, node: cst.CSTNode, *, grows: bool, appends: bool = False
+    ) -> None:
         """Record an in-place mutation that can break a concurrent loop over ``target``.
 
         Growing a container from synchronous code is mostly registration at setup time
         (``add_sink``, ``register``), and a list loop simply sees the new element; so only
         removals and reorderings anywhere, and any mutation inside an ``async def`` (which runs
-        interleaved with other tasks), count as evidence.
+        interleaved with other tasks), count as evidence. ``appends`` marks a mutation that
+        cannot break a loop over a list (``append``, ``extend``, ``+=``, an item replaced), which
+        only sees the new element.
         """
         if not self.facts_stack:
             return
@@ -1208,16 +1240,47 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
         key = self._owner_key(target)
         if key is not None:
             self._mutated.setdefault((key, _split(target)[1]), node)
+            if not appends:
+                self._reorders.setdefault((key, _split(target)[1]), node)
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in MUTATORS:
-            self._mutation(func.value, node, grows=func.attr.value in _GROWING)
+            method = func.attr.value
+            self._mutation(
+                func.value, node, grows=method in _GROWING, appends=method in _LIST_APPENDS
+            )
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
         super().visit_AssignTarget(node)
         if isinstance(node.target, cst.Subscript):
-            self._mutation(node.target.value, node, grows=True)
+            replaces = not any(isinstance(e.slice, cst.Slice) for e in node.target.slice)
+            self._mutation(node.target.value, node, grows=True, appends=replaces)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._bound(target.target, _list_kind(node.value, None))
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        super().visit_AnnAssign(node)
+        self._bound(node.target, _list_kind(node.value, node.annotation.annotation))
+
+    def _bound(self, target: cst.BaseExpression, kind: str) -> None:
+        """Record what ``target`` (a container attribute or module name) is bound to."""
+        if self.facts_stack:
+            if not isinstance(target, (cst.Attribute, cst.Name)):
+                return
+            key = self._owner_key(target)
+            if key is None or _split(target)[1]:
+                return
+        elif self.class_stack and isinstance(target, cst.Name):
+            # A class-body annotation (`_subs: list[Callback] = field(default_factory=list)`).
+            key = f"{self.class_stack[-1]}:self.{target.value}"
+        elif not self.class_stack and isinstance(target, cst.Name):
+            key = f":{target.value}"
+        else:
+            return
+        self._kinds.setdefault(key, set()).add(kind)
 
     def visit_Del(self, node: cst.Del) -> None:
         for target in _targets(node.target):
@@ -1227,7 +1290,8 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         super().visit_AugAssign(node)
         if isinstance(node.target, (cst.Attribute, cst.Subscript)):
-            self._mutation(node.target, node, grows=True)
+            extends = isinstance(node.operator, cst.AddAssign)
+            self._mutation(node.target, node, grows=True, appends=extends)
 
     def function_done(self, facts: FunctionFacts) -> None:
         node = facts.node
@@ -1314,7 +1378,10 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
 
     def leave_Module(self, original_node: cst.Module) -> None:
         for iterable, (key, depth), suspension, facts in self._loops:
-            mutation = self._mutated.get((key, depth))
+            # A list that other code only grows at the end (or whose items it replaces) is
+            # walked to its new end: nothing raises, nothing is skipped or repeated.
+            is_list = depth == 0 and self._kinds.get(key) == {"list"}
+            mutation = (self._reorders if is_list else self._mutated).get((key, depth))
             if mutation is None:
                 continue
             state = key.split(":", 1)[1]
@@ -1328,6 +1395,40 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
                     Related(mutation, f"`{state}` is mutated in place here"),
                 ],
             )
+
+
+_LIST_APPENDS = frozenset({"append", "extend"})
+_LIST_TYPES = frozenset({"list", "List", "typing.List"})
+
+
+def _list_kind(value: cst.BaseExpression | None, annotation: cst.BaseExpression | None) -> str:
+    """Say whether a binding makes its target a list: ``"list"`` or ``"other"``.
+
+    A list display or comprehension, ``list(...)`` and ``field(default_factory=list)`` build a
+    list, and so does a ``list[...]`` annotation. A deque, a set or a dict (whose
+    iterators raise on any change of size) or anything the syntax does not show is "other".
+    """
+    if annotation is not None:
+        base = annotation.value if isinstance(annotation, cst.Subscript) else annotation
+        if dotted(base) in _LIST_TYPES:
+            return "list"
+    if value is None:
+        return "other"
+    if isinstance(value, (cst.List, cst.ListComp)):
+        return "list"
+    if isinstance(value, cst.Call):
+        callee = dotted(value.func)
+        if callee == "list":
+            return "list"
+        if callee in ("field", "dataclasses.field") and any(
+            a.keyword is not None
+            and a.keyword.value == "default_factory"
+            and isinstance(a.value, cst.Name)
+            and a.value.value == "list"
+            for a in value.args
+        ):
+            return "list"
+    return "other"
 
 
 def _targets(expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
