@@ -6,6 +6,7 @@ page); a test fails when the committed page differs from what this module render
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -42,8 +43,14 @@ def render_rules_markdown() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Write docs/rules.md (or the path given as the only argument)."""
-    args = sys.argv[1:] if argv is None else argv
-    target = Path(args[0]) if args else Path("docs/rules.md")
+    parser = argparse.ArgumentParser(
+        prog="python -m interlace.linters._docs",
+        description="Regenerate the rule reference from the rules' own documentation.",
+    )
+    parser.add_argument(
+        "target", nargs="?", type=Path, default=Path("docs/rules.md"), help="default: %(default)s"
+    )
+    target: Path = parser.parse_args(sys.argv[1:] if argv is None else argv).target
     target.write_text(render_rules_markdown(), encoding="utf-8")
     print(f"wrote {target}", file=sys.stderr)
     return 0
