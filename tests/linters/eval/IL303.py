@@ -342,3 +342,27 @@ class Children:
     async def fill(self, message):
         for slot in self._slots:  # error: IL303
             await slot.send(message)
+
+
+class Router:
+    """A loop that replaces the value at the key it is visiting changes no dict's size."""
+
+    def __init__(self):
+        self._categories = {}
+        self._agents = {}
+        self._tools = {}
+
+    # ok: the only in-place store is at the loop's own key, which the dict already holds.
+    async def embed_categories(self, embed):
+        for name, category in self._categories.items():
+            self._categories[name] = await embed(category)
+
+    # ok: the same over the keys.
+    async def embed_agents(self, embed):
+        for name in self._agents:
+            self._agents[name] = await embed(name)
+
+    # The key is the value, not the key the loop visits: a new key grows the dict.
+    async def embed_tools(self, embed):
+        for name, tool in self._tools.items():  # error: IL303
+            self._tools[tool.alias] = await embed(name)

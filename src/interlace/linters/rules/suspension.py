@@ -1110,7 +1110,9 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
         "comprehension, `list()` or `list[...]` annotation at every binding) that other code "
         "only appends to, extends or replaces items of: its iterator walks to the new end, "
         "and nothing raises, is skipped or repeated (a deque raises on any change, and "
-        "`insert` shifts the elements under the loop)."
+        "`insert` shifts the elements under the loop). A store at the key the loop is "
+        "visiting (`for k, v in self._d.items(): self._d[k] = await f(v)`) replaces a value "
+        "and changes no size, so it is no evidence either."
     )
     bad_example: ClassVar[str] = (
         "class Bus:\n"
@@ -1194,6 +1196,7 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
         # What each container is bound to: "list" for a list display, comprehension, `list()`
         # or a `list[...]` annotation, "other" for anything else.
         self._kinds: dict[str, set[str]] = {}
+        self._for_stack: list[tuple[int, cst.For]] = []
         self._methods: dict[str, list[cst.FunctionDef]] = {}
         self._nested: set[int] = set()
         self._drivers: dict[str, Drivers] = {}
@@ -1253,9 +1256,54 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
         super().visit_AssignTarget(node)
-        if isinstance(node.target, cst.Subscript):
+        if isinstance(node.target, cst.Subscript) and not self._at_current_key(node.target):
             replaces = not any(isinstance(e.slice, cst.Slice) for e in node.target.slice)
             self._mutation(node.target.value, node, grows=True, appends=replaces)
+
+    def visit_For(self, node: cst.For) -> None:
+        super().visit_For(node)
+        self._for_stack.append((len(self.facts_stack), node))
+
+    def leave_For(self, original_node: cst.For) -> None:
+        self._for_stack.pop()
+
+    def _at_current_key(self, target: cst.Subscript) -> bool:
+        """Say whether ``target`` stores at the key a loop over the same dict is visiting.
+
+        ``for name, c in self._d.items(): self._d[name] = await embed(c)`` replaces the value
+        of a key the dict holds, which changes neither its size nor its order, so it breaks
+        no loop over it (the loop variable must not be rebound inside the loop).
+        """
+        if len(target.slice) != 1 or not isinstance(target.slice[0].slice, cst.Index):
+            return False
+        key = target.slice[0].slice.value
+        if not isinstance(key, cst.Name):
+            return False
+        for depth, loop in reversed(self._for_stack):
+            if depth != len(self.facts_stack):
+                return False
+            iterated: cst.BaseExpression = loop.iter
+            held: cst.BaseExpression = loop.target
+            if isinstance(iterated, cst.Call):
+                func = iterated.func
+                if iterated.args or not isinstance(func, cst.Attribute):
+                    continue
+                if func.attr.value == "items":
+                    if not (isinstance(held, cst.Tuple) and len(held.elements) == 2):
+                        continue
+                    held = held.elements[0].value
+                elif func.attr.value != "keys":
+                    continue
+                iterated = func.value
+            if (
+                loop.asynchronous is None
+                and isinstance(held, cst.Name)
+                and held.value == key.value
+                and iterated.deep_equals(target.value)
+                and not _rebinds(loop.body, key.value)
+            ):
+                return True
+        return False
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
@@ -1395,6 +1443,30 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
                     Related(mutation, f"`{state}` is mutated in place here"),
                 ],
             )
+
+
+def _rebinds(body: cst.BaseSuite, name: str) -> bool:
+    """Say whether ``body`` binds ``name`` (an assignment, a loop or ``with`` target, ``:=``)."""
+    for node in _walk(body):
+        bound: cst.BaseExpression
+        if isinstance(node, cst.AssignTarget | cst.For | cst.AugAssign | cst.AnnAssign):
+            bound = node.target
+        elif isinstance(node, cst.AsName | cst.NamedExpr):
+            bound = node.name if isinstance(node, cst.AsName) else node.target
+        else:
+            continue
+        if name in _names_bound(bound):
+            return True
+    return False
+
+
+def _names_bound(target: cst.BaseExpression) -> set[str]:
+    """Return the names a binding target binds: ``a``, ``a, (b, *c)``; not ``d[a]`` or ``o.a``."""
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, cst.Tuple | cst.List):
+        return set().union(*(_names_bound(e.value) for e in target.elements))
+    return set()
 
 
 _LIST_APPENDS = frozenset({"append", "extend"})
