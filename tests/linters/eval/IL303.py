@@ -366,3 +366,28 @@ class Router:
     async def embed_tools(self, embed):
         for name, tool in self._tools.items():  # error: IL303
             self._tools[tool.alias] = await embed(name)
+
+
+class Rebinding:
+    """The narrowings above need every binding of the state to be seen."""
+
+    def __init__(self):
+        self._pending = []
+        self._index = {}
+
+    async def reset(self):
+        self._pending, self._done = collections.deque(), []
+
+    async def queue(self, item):
+        self._pending.append(item)
+
+    # `reset` binds `_pending` to a deque, which raises on an append during the loop.
+    async def drain(self, sink):
+        for item in self._pending:  # error: IL303
+            await sink.write(item)
+
+    # After the rebinding, the stores go into a new dict that another loop may be walking.
+    async def reindex(self, embed):
+        for name, entry in self._index.items():  # error: IL303
+            self._index = dict(self._index)
+            self._index[name] = await embed(entry)

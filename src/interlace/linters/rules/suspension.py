@@ -1272,7 +1272,8 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
 
         ``for name, c in self._d.items(): self._d[name] = await embed(c)`` replaces the value
         of a key the dict holds, which changes neither its size nor its order, so it breaks
-        no loop over it (the loop variable must not be rebound inside the loop).
+        no loop over it (neither the loop variable nor the container may be rebound inside
+        the loop).
         """
         if len(target.slice) != 1 or not isinstance(target.slice[0].slice, cst.Index):
             return False
@@ -1301,13 +1302,22 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
                 and held.value == key.value
                 and iterated.deep_equals(target.value)
                 and not _rebinds(loop.body, key.value)
+                and not any(
+                    isinstance(n, cst.AssignTarget) and n.target.deep_equals(iterated)
+                    for n in _walk(loop.body)
+                )
             ):
                 return True
         return False
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
-            self._bound(target.target, _list_kind(node.value, None))
+            if isinstance(target.target, cst.Tuple | cst.List):
+                # `self._a, self._b = ...`: what each gets is not shown.
+                for element in _targets(target.target):
+                    self._bound(element, "other")
+            else:
+                self._bound(target.target, _list_kind(node.value, None))
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         super().visit_AnnAssign(node)
