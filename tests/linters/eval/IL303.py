@@ -391,3 +391,67 @@ class Rebinding:
         for name, entry in self._index.items():  # error: IL303
             self._index = dict(self._index)
             self._index[name] = await embed(entry)
+
+
+class Sessions:
+    """A loop that leaves right after its only suspension never resumes its iterator."""
+
+    def __init__(self):
+        self._sessions = {}
+        self._queues = {}
+
+    def drop(self, key):
+        del self._sessions[key]
+        self._queues.pop(key)
+
+    # ok: returns right after the await, so the iterator never advances after another task ran
+    async def close_one(self, key):
+        for name, session in self._sessions.items():
+            if name == key:
+                await session.close()
+                return
+
+    # ok: the one-line suite form, with the exit after the await on the same line
+    async def first_ready(self):
+        for session in self._sessions.values(): ready = await session.ready(); return ready
+
+    # ok: `return await` leaves in the statement that suspends
+    async def any_ready(self):
+        for session in self._sessions.values():
+            return await session.ready()
+
+    # ok: `break` right after a block whose body suspends (no `continue` inside it)
+    async def close_first(self):
+        for name, session in self._sessions.items():
+            with session.guard():
+                await session.close()
+            break
+
+    # An exception handler that continues resumes the iterator after the suspension.
+    async def close_retrying(self):
+        for name, session in self._sessions.items():  # error: IL303
+            try:
+                await session.close()
+            except OSError:
+                continue
+            return
+
+    # A branch that falls through to more iterations.
+    async def close_matching(self, key):
+        for name, session in self._sessions.items():  # error: IL303
+            if name.startswith(key):
+                await session.close()
+            print(name)
+
+    # The suspension is in the test: a false test goes on to the next item.
+    async def find_ready(self):
+        for name, session in self._sessions.items():  # error: IL303
+            if await session.ready():
+                return name
+
+    # `break` leaves only the inner loop.
+    async def drain_each(self):
+        for name, queue in self._queues.items():  # error: IL303
+            for _ in range(3):
+                await queue.get()
+                break

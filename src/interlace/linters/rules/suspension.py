@@ -1112,7 +1112,10 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
         "and nothing raises, is skipped or repeated (a deque raises on any change, and "
         "`insert` shifts the elements under the loop). A store at the key the loop is "
         "visiting (`for k, v in self._d.items(): self._d[k] = await f(v)`) replaces a value "
-        "and changes no size, so it is no evidence either."
+        "and changes no size, so it is no evidence either. Nor is a loop that leaves "
+        "(`return`, `raise`, `break`) right after every suspension in its body, with only "
+        "straight-line code between: it never advances its iterator once another task has "
+        "run."
     )
     bad_example: ClassVar[str] = (
         "class Bus:\n"
@@ -1392,7 +1395,7 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
         # `yield` is left out: a consumer that mutates the container between items is a
         # plain iteration bug, not a concurrency one.
         suspension = find_suspension(loop.body, include_yield=False)
-        if suspension is not None:
+        if suspension is not None and not _leaves_after_each_suspension(block_body(loop.body)):
             depth = _split(container)[1]
             self._loops.append((loop.iter, (key, depth), suspension, self.facts_stack[-1]))
 
@@ -1453,6 +1456,68 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
                     Related(mutation, f"`{state}` is mutated in place here"),
                 ],
             )
+
+
+def _leaves_after_each_suspension(stmts: Sequence[_Stmt]) -> bool:
+    """Say whether the loop leaves, on every path, after each suspension in its body.
+
+    A loop that returns, raises or breaks right after every ``await`` in its body never
+    advances its iterator once another task has run, so nothing that task does to the
+    container can break it (``for s in self._sessions.values(): if s.id == key: await
+    s.close(); return``). Only straight-line statements may stand between the suspension and
+    the exit; a ``continue`` of this loop, or anything else, keeps the finding.
+    """
+    flat = _flatten(stmts)
+    for index, stmt in enumerate(flat):
+        if find_suspension(stmt, include_yield=False) is None:
+            continue
+        if isinstance(stmt, cst.BaseSmallStatement):
+            if _exits(flat[index:]):
+                continue
+            return False
+        if (
+            isinstance(stmt, cst.If)
+            and find_suspension(stmt.test, include_yield=False) is None
+            and _leaves_after_each_suspension(block_body(stmt.body))
+            and (stmt.orelse is None or _leaves_after_each_suspension(_branch(stmt.orelse)))
+        ):
+            continue
+        if not _continues(stmt) and _exits(flat[index + 1 :]):
+            continue
+        return False
+    return True
+
+
+def _flatten(stmts: Sequence[_Stmt]) -> list[_Stmt]:
+    """Return the statements with each simple line split into its small statements."""
+    flat: list[_Stmt] = []
+    for stmt in stmts:
+        flat.extend(stmt.body if isinstance(stmt, cst.SimpleStatementLine) else (stmt,))
+    return flat
+
+
+def _branch(orelse: cst.If | cst.Else) -> Sequence[_Stmt]:
+    """Return the statements of an ``elif`` (as a one-statement block) or of an ``else``."""
+    return (orelse,) if isinstance(orelse, cst.If) else block_body(orelse.body)
+
+
+def _exits(flat: Sequence[_Stmt]) -> bool:
+    """Say whether straight-line statements leave the loop before anything else can run."""
+    for stmt in flat:
+        if isinstance(stmt, (cst.Return, cst.Raise, cst.Break)):
+            return True
+        if not isinstance(stmt, cst.BaseSmallStatement) or isinstance(stmt, cst.Continue):
+            return False
+    return False
+
+
+def _continues(node: cst.CSTNode) -> bool:
+    """Say whether ``node`` holds a ``continue`` of the enclosing loop (not of a nested one)."""
+    if isinstance(node, cst.Continue):
+        return True
+    if isinstance(node, (cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        return False
+    return any(_continues(child) for child in children(node))
 
 
 def _rebinds(body: cst.BaseSuite, name: str) -> bool:
