@@ -59,6 +59,8 @@ def test_finding_positions_are_one_based_with_related_locations() -> None:
         ("  # noqa: IL101, IL201", False),
         ("  # noqa: IL101", True),
         ("  # noqa: E501", True),
+        ('; S = "# noqa: E501"  # noqa: IL201', False),
+        ('; S = "# noqa"', False),
     ],
 )
 def test_noqa_comment_on_the_reported_line_suppresses_matching_codes(
@@ -125,6 +127,16 @@ def test_bytes_source_with_coding_cookie_is_decoded() -> None:
     source = "# -*- coding: latin-1 -*-\nimport asyncio\nL = asyncio.Lock()  # é\n"
     result = lint_source(source.encode("latin-1"), [AvoidAsyncioPrimitiveInInit])
     assert [f.source_line for f in result.findings] == ["L = asyncio.Lock()  # é"]
+
+
+@pytest.mark.parametrize(
+    "between",
+    [pytest.param("\x0c\n", id="form-feed"), pytest.param('S = "\u2028"\n', id="line-separator")],
+)
+def test_rows_and_noqa_lines_count_only_python_line_breaks(between: str) -> None:
+    source = f"import asyncio\n{between}x = 1  # noqa: IL201\nLOCK = asyncio.Lock()\n"
+    result = lint_source(source, [AvoidAsyncioPrimitiveInInit])
+    assert [(f.row, f.source_line) for f in result.findings] == [(4, "LOCK = asyncio.Lock()")]
 
 
 def test_context_target_version_reaches_the_rule() -> None:

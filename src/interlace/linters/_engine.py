@@ -29,6 +29,8 @@ from interlace.linters._rule import LintContext, Report, Rule
 from interlace.linters._walk import walk_batched
 
 __all__ = (
+    "LINE_BREAK",
+    "NOQA",
     "FileError",
     "FileResult",
     "Finding",
@@ -38,11 +40,16 @@ __all__ = (
     "noqa_codes",
 )
 
-_NOQA = re.compile(
+NOQA = re.compile(
     r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?",
     re.IGNORECASE,
 )
+"""A ``# noqa`` directive, bare or with codes (flake8's and ruff's syntax)."""
 _CODE = re.compile(r"[A-Z]+[0-9]+", re.IGNORECASE)
+LINE_BREAK = re.compile(r"\r\n|\r|\n")
+"""What ends a physical line for Python's tokenizer and libcst, hence for a finding's row.
+``str.splitlines`` also splits at form feeds, U+2028 and other characters that Python treats as
+ordinary text, which would shift every later row."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +138,7 @@ def noqa_codes(line: str) -> frozenset[str] | None:
 
     Only the ``# noqa`` on the line where a finding starts suppresses it, as in ruff.
     """
-    match = _NOQA.search(line)
+    match = NOQA.search(line)
     if match is None:
         return None
     codes = match.group("codes")
@@ -141,10 +148,13 @@ def noqa_codes(line: str) -> frozenset[str] | None:
 
 
 def _suppressed(code: str, line: str) -> bool:
-    codes = noqa_codes(line)
-    if codes is None:
-        return False
-    return not codes or any(code.startswith(c) for c in codes)
+    # Every directive on the line counts, not only the first: directive-like text inside a
+    # string before the comment must not hide the comment's codes (`--add-noqa` relies on it).
+    for match in NOQA.finditer(line):
+        codes = noqa_codes(match.group())
+        if not codes or any(code.startswith(c) for c in codes):
+            return True
+    return False
 
 
 def _syntax_error(filename: str, exc: cst.ParserSyntaxError) -> FileError:
@@ -332,7 +342,7 @@ def lint_source(
         else:
             wanted = [n for rep in reports for n in (rep.node, *(r.node for r in rep.related))]
             positions = node_positions(module, data, wanted)
-        text_lines = data.decode(module.encoding, errors="replace").splitlines()
+        text_lines = LINE_BREAK.split(data.decode(module.encoding, errors="replace"))
         findings: list[Finding] = []
         for rep in reports:
             row, col, end_row, end_col = _span(positions, rep.node)

@@ -3,6 +3,8 @@
 Findings go to stdout in the chosen format; the summary and every error (unreadable or
 unparsable files, bad configuration) go to stderr. Exit codes: 0 clean, 1 findings, 2 usage,
 configuration, parse or internal error (``--exit-zero`` turns only findings into 0).
+``--add-noqa`` prints no findings: it suppresses them in place (``_noqa``) and exits 1 only for
+findings it could not suppress.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from interlace.errors import ConfigError
 
 if TYPE_CHECKING:
     from interlace.linters._config import LintConfig
+    from interlace.linters._engine import FileError
+    from interlace.linters._run import LintResult
 
 __all__ = ("add_parser", "lint_main", "run")
 
@@ -100,7 +104,6 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--format",
         choices=FORMATS,
-        default="text",
         help="output format (default: text, ruff's full format)",
     )
     parser.add_argument(
@@ -108,6 +111,11 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--exit-zero", action="store_true", help="exit 0 even when there are findings"
+    )
+    parser.add_argument(
+        "--add-noqa",
+        action="store_true",
+        help="append '# noqa: CODE' to each line with a finding, so only new code is reported",
     )
     parser.add_argument(
         "--target-version",
@@ -209,10 +217,70 @@ def _resolve_config(args: argparse.Namespace) -> LintConfig:
     return config.with_overrides(**changes)
 
 
+def _add_noqa_conflict(args: argparse.Namespace) -> str | None:
+    """Why a flag makes no sense with ``--add-noqa`` (``--exit-zero`` is harmless and allowed)."""
+    if args.explain is not None:
+        return (
+            f"--add-noqa cannot be combined with --explain {args.explain}: --explain lints "
+            "nothing; run them separately"
+        )
+    if args.format is not None:
+        return (
+            f"--add-noqa cannot be combined with --format {args.format}: --add-noqa prints no "
+            "findings, only how many directives it added; drop --format"
+        )
+    if args.statistics:
+        return (
+            "--add-noqa cannot be combined with --statistics: --add-noqa prints no findings to "
+            "count; run --statistics before it to see what it will suppress"
+        )
+    return None
+
+
+def _print_errors(errors: Sequence[FileError], err: TextIO) -> None:
+    for error in errors:
+        place = f"{error.filename}:{error.row}:{error.column}" if error.row else error.filename
+        print(f"{place}: error: {error.message}", file=err)
+
+
+def _print_errors_summary(errors: Sequence[FileError], err: TextIO) -> None:
+    noun = "error" if len(errors) == 1 else "errors"
+    print(f"{len(errors)} {noun}: some files were not linted completely.", file=err)
+
+
+def _add_noqa(result: LintResult, args: argparse.Namespace, err: TextIO) -> int:
+    from interlace.linters._noqa import add_noqa
+
+    _print_errors(result.errors, err)
+    done = add_noqa(result.findings)
+    for line in done.unsuppressed:
+        place = f"{line.filename}:{line.row}" if line.row else line.filename
+        codes = ", ".join(line.codes)
+        print(f"{place}: warning: cannot add '# noqa: {codes}': {line.reason}", file=err)
+    # ruff's wording; ruff says nothing when it added none, but a silent success reads as
+    # "did it run?" in a CI log, so the count is printed always.
+    print(f"Added {done.added} noqa directive{'s' * (done.added != 1)}.", file=err)
+    left = sum(line.findings for line in done.unsuppressed)
+    if left:
+        noun = "finding is" if left == 1 else "findings are"
+        print(f"{left} {noun} left unsuppressed: see the warnings above.", file=err)
+    if result.errors:
+        _print_errors_summary(result.errors, err)
+        return EXIT_ERROR
+    if left and not args.exit_zero:
+        return EXIT_FINDINGS
+    return EXIT_CLEAN
+
+
 def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Run ``interlace lint`` with parsed arguments and return the exit code."""
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
+    if args.add_noqa:
+        conflict = _add_noqa_conflict(args)
+        if conflict is not None:
+            print(f"interlace lint: error: {conflict}", file=err)
+            return EXIT_ERROR
     if args.explain is not None:
         return _explain(args.explain, out, err)
     from interlace import __version__
@@ -232,6 +300,8 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     except ConfigError as exc:
         print(f"interlace lint: error: {exc}", file=err)
         return EXIT_ERROR
+    if args.add_noqa:
+        return _add_noqa(result, args, err)
     rules = all_rules()
     findings = result.findings
     if args.statistics:
@@ -251,9 +321,7 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         out.write(_output.format_concise(findings))
     else:
         out.write(_output.format_text(findings))
-    for error in result.errors:
-        place = f"{error.filename}:{error.row}:{error.column}" if error.row else error.filename
-        print(f"{place}: error: {error.message}", file=err)
+    _print_errors(result.errors, err)
     files = f"{result.files} file{'s' * (result.files != 1)}"
     cached = f", {result.cached} from cache" if result.cached else ""
     if findings:
@@ -262,8 +330,7 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     elif not result.errors:
         print(f"All checks passed ({files} checked{cached}).", file=err)
     if result.errors:
-        noun = "error" if len(result.errors) == 1 else "errors"
-        print(f"{len(result.errors)} {noun}: some files were not linted completely.", file=err)
+        _print_errors_summary(result.errors, err)
         return EXIT_ERROR
     if findings and not args.exit_zero:
         return EXIT_FINDINGS
