@@ -455,3 +455,34 @@ class Sessions:
             for _ in range(3):
                 await queue.get()
                 break
+
+
+class ProvidersBase:
+    """Bindings in base classes and subclasses of the same module count for the attribute."""
+
+    def __init__(self, providers):
+        self.providers: list = list(providers)
+        self.hooks = []
+
+
+class ProvidersAgent(ProvidersBase):
+    async def add_provider(self, provider):
+        self.providers.append(provider)
+
+    # ok: the base class binds a list, and this class only appends to it
+    async def before_run(self):
+        for provider in self.providers:
+            await provider.before_run()
+
+    async def add_hook(self, hook):
+        self.hooks.append(hook)
+
+    # A subclass rebinds the hooks to a deque, whose iterator raises on an append.
+    async def run_hooks(self):
+        for hook in self.hooks:  # error: IL303
+            await hook()
+
+
+class DequeHooksAgent(ProvidersAgent):
+    def reset_hooks(self):
+        self.hooks = collections.deque()

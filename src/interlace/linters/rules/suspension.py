@@ -1107,7 +1107,8 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
         "views). A loop over a local that the attribute stopped naming before it "
         "(`subs = self._subs; self._subs = []; for s in subs:`, on every path) walks a "
         "detached container and is not flagged either, nor is a list (a list display, "
-        "comprehension, `list()` or `list[...]` annotation at every binding) that other code "
+        "comprehension, `list()` or `list[...]` annotation at every binding, in the class and "
+        "in its base classes and subclasses in the module) that other code "
         "only appends to, extends or replaces items of: its iterator walks to the new end, "
         "and nothing raises, is skipped or repeated (a deque raises on any change, and "
         "`insert` shifts the elements under the loop). A store at the key the loop is "
@@ -1199,10 +1200,51 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
         # What each container is bound to: "list" for a list display, comprehension, `list()`
         # or a `list[...]` annotation, "other" for anything else.
         self._kinds: dict[str, set[str]] = {}
+        # Base classes by name of each class in the module: a binding in a base class (or a
+        # subclass) of the same module binds the same attribute of the same objects.
+        self._bases: dict[str, set[str]] = {}
         self._for_stack: list[tuple[int, cst.For]] = []
         self._methods: dict[str, list[cst.FunctionDef]] = {}
         self._nested: set[int] = set()
         self._drivers: dict[str, Drivers] = {}
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        super().visit_ClassDef(node)
+        bases = self._bases.setdefault(node.name.value, set())
+        for arg in node.bases:
+            value = arg.value.value if isinstance(arg.value, cst.Subscript) else arg.value
+            name = dotted(value)
+            if name is not None:
+                bases.add(name.rsplit(".", 1)[-1])
+
+    def _kinds_of(self, key: str) -> set[str]:
+        """Return how ``key`` is bound anywhere in its class's family within the module.
+
+        The family is the class, its base classes and its subclasses defined in this module:
+        they share the attribute, so a `list` binding in a base class and a `deque` in a
+        subclass both count for a loop in either.
+        """
+        owner, state = key.split(":", 1)
+        if not owner:
+            return self._kinds.get(key, set())
+        family = {owner}
+        changed = True
+        while changed:
+            changed = False
+            for name, bases in self._bases.items():
+                if name in family:
+                    new = bases & self._bases.keys() - family
+                elif bases & family:
+                    new = {name}
+                else:
+                    continue
+                if new:
+                    family |= new
+                    changed = True
+        kinds: set[str] = set()
+        for name in family:
+            kinds |= self._kinds.get(f"{name}:{state}", set())
+        return kinds
 
     def _owner_key(self, expr: cst.BaseExpression) -> str | None:
         """Return ``Class:self._subs`` / ``:_registry`` for a container, keyed by its owner."""
@@ -1441,7 +1483,7 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
         for iterable, (key, depth), suspension, facts in self._loops:
             # A list that other code only grows at the end (or whose items it replaces) is
             # walked to its new end: nothing raises, nothing is skipped or repeated.
-            is_list = depth == 0 and self._kinds.get(key) == {"list"}
+            is_list = depth == 0 and self._kinds_of(key) == {"list"}
             mutation = (self._reorders if is_list else self._mutated).get((key, depth))
             if mutation is None:
                 continue
