@@ -1200,8 +1200,7 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
         # What each container is bound to: "list" for a list display, comprehension, `list()`
         # or a `list[...]` annotation, "other" for anything else.
         self._kinds: dict[str, set[str]] = {}
-        # Base classes by name of each class in the module: a binding in a base class (or a
-        # subclass) of the same module binds the same attribute of the same objects.
+        # The base classes (by name) of each class in the module, for `_kinds_of`.
         self._bases: dict[str, set[str]] = {}
         self._for_stack: list[tuple[int, cst.For]] = []
         self._methods: dict[str, list[cst.FunctionDef]] = {}
@@ -1220,9 +1219,10 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
     def _kinds_of(self, key: str) -> set[str]:
         """Return how ``key`` is bound anywhere in its class's family within the module.
 
-        The family is the class, its base classes and its subclasses defined in this module:
-        they share the attribute, so a `list` binding in a base class and a `deque` in a
-        subclass both count for a loop in either.
+        The family is the class and every class of this module linked to it by inheritance
+        (its bases, its subclasses, and theirs): a binding in any of them may be the one a loop
+        sees, so a `list` binding in a base class and a `deque` in a subclass both count for a
+        loop in either. A sibling's binding counts too, which can only keep a finding.
         """
         owner, state = key.split(":", 1)
         if not owner:
