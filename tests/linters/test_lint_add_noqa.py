@@ -32,14 +32,6 @@ BUS = (
 )
 
 
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An empty project directory with a pyproject.toml, as the working directory."""
-    (tmp_path / "pyproject.toml").write_text("[tool.interlace.lint]\n", encoding="utf-8")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
 def put(root: Path, name: str, text: str) -> Path:
     path = root / name
     path.write_bytes(text.encode("utf-8"))

@@ -13,14 +13,6 @@ from interlace.linters.rules import all_rules
 PRIMITIVE = "import asyncio\nLOCK = asyncio.Lock()\n"
 
 
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An empty project directory with a pyproject.toml, as the working directory."""
-    (tmp_path / "pyproject.toml").write_text("[tool.interlace.lint]\n", encoding="utf-8")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
 def put(root: Path, name: str, text: str) -> None:
     path = root / name
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -243,9 +243,17 @@ def _print_errors(errors: Sequence[FileError], err: TextIO) -> None:
         print(f"{place}: error: {error.message}", file=err)
 
 
-def _print_errors_summary(errors: Sequence[FileError], err: TextIO) -> None:
-    noun = "error" if len(errors) == 1 else "errors"
-    print(f"{len(errors)} {noun}: some files were not linted completely.", file=err)
+def _exit_code(
+    errors: Sequence[FileError], findings: int, args: argparse.Namespace, err: TextIO
+) -> int:
+    """2 after errors (summed up on ``err``), else 1 for findings left unless ``--exit-zero``."""
+    if errors:
+        noun = "error" if len(errors) == 1 else "errors"
+        print(f"{len(errors)} {noun}: some files were not linted completely.", file=err)
+        return EXIT_ERROR
+    if findings and not args.exit_zero:
+        return EXIT_FINDINGS
+    return EXIT_CLEAN
 
 
 def _add_noqa(result: LintResult, args: argparse.Namespace, err: TextIO) -> int:
@@ -264,12 +272,7 @@ def _add_noqa(result: LintResult, args: argparse.Namespace, err: TextIO) -> int:
     if left:
         noun = "finding is" if left == 1 else "findings are"
         print(f"{left} {noun} left unsuppressed: see the warnings above.", file=err)
-    if result.errors:
-        _print_errors_summary(result.errors, err)
-        return EXIT_ERROR
-    if left and not args.exit_zero:
-        return EXIT_FINDINGS
-    return EXIT_CLEAN
+    return _exit_code(result.errors, left, args, err)
 
 
 def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
@@ -329,12 +332,7 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         print(f"Found {len(findings)} {noun} ({files} checked{cached}).", file=err)
     elif not result.errors:
         print(f"All checks passed ({files} checked{cached}).", file=err)
-    if result.errors:
-        _print_errors_summary(result.errors, err)
-        return EXIT_ERROR
-    if findings and not args.exit_zero:
-        return EXIT_FINDINGS
-    return EXIT_CLEAN
+    return _exit_code(result.errors, len(findings), args, err)
 
 
 def lint_main(argv: Sequence[str] | None = None) -> int:
