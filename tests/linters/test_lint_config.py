@@ -31,6 +31,8 @@ def test_load_config_reads_every_key(tmp_path: Path) -> None:
         'extend-exclude = ["*_pb2.py"]\n'
         'target-version = "py39"\n'
         'shared-classes = ["Pool"]\n'
+        'task-shared-classes = ["Agent", "*Storage"]\n'
+        'sharing = "declared"\n'
         'instance-primitives = "all"\n'
         "respect-gitignore = false\n",
     )
@@ -45,6 +47,8 @@ def test_load_config_reads_every_key(tmp_path: Path) -> None:
         exclude=("gen/**", "*_pb2.py"),
         target_version=(3, 9),
         shared_classes=frozenset({"Pool"}),
+        task_shared_classes=frozenset({"Agent", "*Storage"}),
+        sharing="declared",
         instance_primitives="all",
         respect_gitignore=False,
     )
@@ -93,7 +97,8 @@ def test_find_config_walks_up_to_the_first_pyproject_with_the_table(tmp_path: Pa
             "selct = []",
             "unknown key 'selct' in {path} [tool.interlace.lint]; valid keys are: select, "
             "extend-select, ignore, per-file-ignores, exclude, extend-exclude, target-version, "
-            "shared-classes, instance-primitives, respect-gitignore",
+            "shared-classes, task-shared-classes, sharing, instance-primitives, "
+            "respect-gitignore",
         ),
         (
             'target-version = "3.11"',
@@ -114,7 +119,27 @@ def test_find_config_walks_up_to_the_first_pyproject_with_the_table(tmp_path: Pa
         (
             'shared-classes = ["not a name"]',
             "invalid value for 'shared-classes' in {path} [tool.interlace.lint]: ['not a name']; "
-            'expected a list of class names, e.g. shared-classes = ["ConnectionPool"]',
+            "expected a list of class names or fnmatch patterns, e.g. shared-classes = "
+            '["ConnectionPool", "*Cache"]',
+        ),
+        (
+            'task-shared-classes = "Agent"',
+            "invalid value for 'task-shared-classes' in {path} [tool.interlace.lint]: 'Agent'; "
+            "expected a list of class names or fnmatch patterns, e.g. task-shared-classes = "
+            '["Agent", "*Storage"]',
+        ),
+        (
+            'task-shared-classes = ["pkg.Agent"]',
+            "invalid value for 'task-shared-classes' in {path} [tool.interlace.lint]: "
+            "['pkg.Agent']; expected a list of class names or fnmatch patterns, e.g. "
+            'task-shared-classes = ["Agent", "*Storage"]',
+        ),
+        (
+            'sharing = "explicit"',
+            "invalid value for 'sharing' in {path} [tool.interlace.lint]: 'explicit'; expected "
+            '"inferred" (the rules infer from the code which state is shared) or "declared" '
+            "(the rules about shared state report only inside the classes listed in "
+            'task-shared-classes and shared-classes), e.g. sharing = "declared"',
         ),
         (
             "instance-primitives = true",

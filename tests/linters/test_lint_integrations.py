@@ -104,3 +104,35 @@ def test_pre_commit_hook_runs_interlace_lint_with_force_exclude() -> None:
     assert "- id: interlace-lint\n" in text
     assert "  entry: interlace lint --force-exclude\n" in text
     assert "  language: python\n" in text
+
+
+def test_flake8_declared_sharing_options(tmp_path: Path) -> None:
+    pytest.importorskip("flake8")
+    source = "class Agent:\n    async def step(self):\n        if self.n < 3:\n"
+    source += "            await g()\n            self.n += 1\n"
+    (tmp_path / "d.py").write_text(source, encoding="utf-8")
+    command = [sys.executable, "-m", "flake8", "--isolated", "--select", "IL", "d.py"]
+    runs = {}
+    for name, extra in (
+        ("inferred", []),
+        ("other", ["--interlace-sharing", "declared", "--interlace-task-shared-classes", "Bot"]),
+        ("agent", ["--interlace-sharing=declared", "--interlace-task-shared-classes=Bot,*Agent"]),
+        ("none", ["--interlace-sharing", "declared"]),
+        ("bad", ["--interlace-task-shared-classes", "pkg.Agent"]),
+    ):
+        runs[name] = subprocess.run(
+            [*command, *extra], cwd=tmp_path, capture_output=True, text=True, timeout=120
+        )
+    assert [line.split()[1] for line in runs["inferred"].stdout.splitlines()] == ["IL101"]
+    assert (runs["other"].returncode, runs["other"].stdout) == (0, "")
+    assert runs["agent"].stdout == runs["inferred"].stdout
+    assert runs["none"].returncode == 2
+    assert runs["none"].stderr.startswith(
+        'flake8 (interlace): error: sharing = "declared" but neither task-shared-classes nor '
+        "shared-classes (--interlace-task-shared-classes, --interlace-shared-classes) lists"
+    )
+    assert (runs["bad"].returncode, runs["bad"].stderr) == (
+        2,
+        "flake8 (interlace): error: invalid --interlace-task-shared-classes value 'pkg.Agent': "
+        "expected comma-separated class names or fnmatch patterns, e.g. Agent,*Storage\n",
+    )

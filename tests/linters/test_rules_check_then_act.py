@@ -474,7 +474,7 @@ def test_il102_uses_shared_classes_from_configuration() -> None:
     assert lint(FlagUnlockedCheckThenAct, source) == []
     context = LintContext(shared_classes=frozenset({"Registry"}))
     (found,) = lint(FlagUnlockedCheckThenAct, source, context)
-    assert "the class `Registry` is listed in `shared-classes`" in found.message
+    assert "the class `Registry` is declared in `shared-classes`" in found.message
 
 
 def test_il102_names_the_evidence_as_a_related_location() -> None:

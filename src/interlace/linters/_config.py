@@ -1,8 +1,8 @@
 """``[tool.interlace.lint]`` configuration: discovery, validation and rule selection.
 
 Keys (kebab-case, as in ruff): ``select``, ``extend-select``, ``ignore``, ``per-file-ignores``,
-``exclude``, ``extend-exclude``, ``target-version``, ``shared-classes``, ``instance-primitives``,
-``respect-gitignore``.
+``exclude``, ``extend-exclude``, ``target-version``, ``shared-classes``, ``task-shared-classes``,
+``sharing``, ``instance-primitives``, ``respect-gitignore``.
 Every bad value raises :class:`~interlace.errors.ConfigError` naming the key, the value, the file
 and what to write instead.
 """
@@ -16,11 +16,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from interlace.errors import ConfigError
+from interlace.linters._sharing import SHARING, check_class_patterns
 
 __all__ = (
     "DEFAULT_EXCLUDE",
     "INSTANCE_PRIMITIVES",
     "LintConfig",
+    "check_declared",
     "find_config",
     "load_config",
     "opt_in_codes",
@@ -63,6 +65,8 @@ _KEYS = (
     "extend-exclude",
     "target-version",
     "shared-classes",
+    "task-shared-classes",
+    "sharing",
     "instance-primitives",
     "respect-gitignore",
 )
@@ -87,7 +91,11 @@ class LintConfig:
         per_file_ignores: (gitignore-style glob, code prefixes) pairs.
         exclude: gitignore-style globs of paths never linted when walking directories.
         target_version: the oldest Python the linted code supports.
-        shared_classes: class names declared shared between threads (IL102).
+        shared_classes: class names or patterns declared shared between threads (IL102;
+            with ``sharing = "declared"`` also the task rules).
+        task_shared_classes: class names or patterns declared shared between concurrent
+            asyncio tasks (IL101, IL104, IL301, IL303 with ``sharing = "declared"``).
+        sharing: ``"inferred"`` or ``"declared"``, see :data:`~interlace.linters._sharing.SHARING`.
         instance_primitives: ``"evidence"`` or ``"all"``, see :data:`INSTANCE_PRIMITIVES`.
         respect_gitignore: skip files ignored by ``.gitignore`` files.
     """
@@ -101,6 +109,8 @@ class LintConfig:
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
     target_version: tuple[int, int] = (3, 11)
     shared_classes: frozenset[str] = frozenset()
+    task_shared_classes: frozenset[str] = frozenset()
+    sharing: str = "inferred"
     instance_primitives: str = "evidence"
     respect_gitignore: bool = True
 
@@ -259,16 +269,28 @@ def load_config(path: Path | None) -> LintConfig:
         inferred = _requires_python(data)
         if inferred is not None:
             changes["target_version"] = inferred
-    if "shared-classes" in table:
-        value = table["shared-classes"]
-        if not isinstance(value, list) or not all(
-            isinstance(v, str) and v.isidentifier() for v in value
-        ):
+    for key, example in (
+        ("shared-classes", '["ConnectionPool", "*Cache"]'),
+        ("task-shared-classes", '["Agent", "*Storage"]'),
+    ):
+        if key in table:
+            patterns = check_class_patterns(table[key])
+            if patterns is None:
+                raise ConfigError(
+                    f"invalid value for {key!r} {where}: {table[key]!r}; expected a list of "
+                    f"class names or fnmatch patterns, e.g. {key} = {example}"
+                )
+            changes[key.replace("-", "_")] = patterns
+    if "sharing" in table:
+        value = table["sharing"]
+        if value not in SHARING:
             raise ConfigError(
-                f"invalid value for 'shared-classes' {where}: {value!r}; expected a list of "
-                'class names, e.g. shared-classes = ["ConnectionPool"]'
+                f"invalid value for 'sharing' {where}: {value!r}; expected \"inferred\" (the "
+                'rules infer from the code which state is shared) or "declared" (the rules '
+                "about shared state report only inside the classes listed in "
+                'task-shared-classes and shared-classes), e.g. sharing = "declared"'
             )
-        changes["shared_classes"] = frozenset(value)
+        changes["sharing"] = value
     if "instance-primitives" in table:
         value = table["instance-primitives"]
         if value not in INSTANCE_PRIMITIVES:
@@ -288,6 +310,29 @@ def load_config(path: Path | None) -> LintConfig:
             )
         changes["respect_gitignore"] = value
     return config.with_overrides(**changes)
+
+
+def check_declared(config: LintConfig, *, where: str | None = None) -> None:
+    """Refuse ``sharing = "declared"`` when no class is declared: the rules about shared state
+    would silently report nothing. ``where`` names the settings' origin (default: the file).
+
+    Raises:
+        ConfigError: naming where the setting came from and what to add.
+    """
+    if config.sharing != "declared" or config.shared_classes or config.task_shared_classes:
+        return
+    if where is None:
+        where = (
+            f"in {config.source} [tool.interlace.lint]"
+            if config.source is not None
+            else "(no pyproject.toml with a [tool.interlace.lint] table was found)"
+        )
+    raise ConfigError(
+        f'sharing = "declared" but neither task-shared-classes nor shared-classes {where} '
+        "lists a class, so IL101, IL102, IL104, IL301 and IL303 could report nothing; declare "
+        "the classes whose instances concurrent tasks share, e.g. "
+        'task-shared-classes = ["Agent", "*Storage"], or use sharing = "inferred"'
+    )
 
 
 def _longest(code: str, prefixes: Sequence[str]) -> int:

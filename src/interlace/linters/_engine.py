@@ -26,6 +26,7 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from interlace.linters._positions import node_positions
 from interlace.linters._rule import LintContext, Report, Rule
+from interlace.linters._sharing import keep_declared, triggers
 from interlace.linters._walk import walk_batched
 
 __all__ = (
@@ -308,7 +309,7 @@ def lint_source(
         context = LintContext(path=filename)
     data = source.encode("utf-8") if isinstance(source, str) else source
     lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
-    picked = active_rules(data, rules, context.shared_classes)
+    picked = active_rules(data, rules, triggers(context.shared_classes))
     if not picked:
         error = _quick_syntax_check(data, filename)
         return FileResult(filename, errors=(error,) if error else (), lines=lines)
@@ -335,6 +336,14 @@ def lint_source(
         return FileResult(filename, errors=(_internal(filename, "the parser", exc),), lines=lines)
     try:
         reports, errors, wrapper = _run_rules(module, picked, context, filename)
+        if context.sharing == "declared" and reports:
+            reports = keep_declared(
+                module,
+                reports,
+                {rule.code: rule.shares for rule in picked},
+                tasks=context.task_shared_classes,
+                threads=context.shared_classes,
+            )
         if not reports:
             return FileResult(filename, errors=tuple(errors), lines=lines, parsed=True)
         if wrapper is not None:

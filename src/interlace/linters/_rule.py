@@ -28,8 +28,13 @@ class LintContext:
     Attributes:
         path: the file's path as given on the command line (for messages only).
         target_version: the oldest Python the linted code supports, as ``(3, 11)``.
-        shared_classes: class names the user declared shared between threads
-            (``[tool.interlace.lint] shared-classes``), for IL102.
+        shared_classes: class names or ``fnmatch`` patterns the user declared shared between
+            threads (``[tool.interlace.lint] shared-classes``), for IL102.
+        task_shared_classes: class names or patterns declared shared between concurrent
+            asyncio tasks (``task-shared-classes``), read when ``sharing`` is ``"declared"``.
+        sharing: ``"inferred"`` (rules infer sharing from the code) or ``"declared"`` (the
+            rules about shared state report only inside declared classes; see
+            :mod:`interlace.linters._sharing`).
         instance_primitives: which per-instance asyncio primitives IL201 reports on Python
             3.10+: ``"evidence"`` (only when the file shows the object outliving one event
             loop) or ``"all"`` (``[tool.interlace.lint] instance-primitives``).
@@ -39,6 +44,8 @@ class LintContext:
     target_version: tuple[int, int] = (3, 11)
     shared_classes: frozenset[str] = frozenset()
     instance_primitives: str = "evidence"
+    task_shared_classes: frozenset[str] = frozenset()
+    sharing: str = "inferred"
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +96,12 @@ class Rule(cst.BatchableCSTVisitor):
     """An opt-in rule runs only when a selector names its full code (``--extend-select IL104``);
     ``IL``, ``IL1`` and ``ALL`` leave it off (ruff's ``explicit-preview-rules``). For rules whose
     findings are real only some of the time, where syntax cannot tell which."""
+    shares: ClassVar[str | None] = None
+    """What the rule's findings assume shares the state: ``"tasks"`` or ``"threads"``. With
+    ``sharing = "declared"`` such a finding is kept only inside a class declared in
+    ``task-shared-classes`` or ``shared-classes`` (``"tasks"``; a class threads share is
+    also entered by concurrent calls) or in ``shared-classes`` (``"threads"``). ``None``:
+    the rule is not about shared state (IL201, IL302) and declarations do not filter it."""
     VALID: ClassVar[Sequence[str]] = ()
     INVALID: ClassVar[Sequence[str]] = ()
     TRIGGERS: ClassVar[Sequence[str]] = ("async", "await", "thread", "lock", "executor", "future")

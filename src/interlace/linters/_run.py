@@ -9,7 +9,7 @@ import threading
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pathspec
@@ -17,6 +17,7 @@ import pathspec
 from interlace.linters._cache import ResultCache, content_key
 from interlace.linters._config import (
     LintConfig,
+    check_declared,
     find_config,
     load_config,
     opt_in_codes,
@@ -70,12 +71,7 @@ def _lint_chunk(
     registry = rules_by_code()
     results = []
     for filename, data, codes in items:
-        context = LintContext(
-            path=filename,
-            target_version=base.target_version,
-            shared_classes=base.shared_classes,
-            instance_primitives=base.instance_primitives,
-        )
+        context = replace(base, path=filename)
         results.append(
             lint_source(data, [registry[c] for c in codes], filename=filename, context=context)
         )
@@ -137,10 +133,12 @@ def lint_paths(
         The findings and errors of the run; exit-code policy is the caller's.
 
     Raises:
-        ConfigError: the discovered configuration file is invalid.
+        ConfigError: the discovered configuration file is invalid, or ``sharing = "declared"``
+            with no class declared.
     """
     if config is None:
         config = load_config(find_config(Path.cwd()))
+    check_declared(config)
     from interlace.linters.rules import all_rules
 
     cwd = Path.cwd()
@@ -170,10 +168,15 @@ def lint_paths(
         target_version=config.target_version,
         shared_classes=config.shared_classes,
         instance_primitives=config.instance_primitives,
+        task_shared_classes=config.task_shared_classes,
+        sharing=config.sharing,
     )
     cache = None
     if use_cache:
-        settings = f"{base.target_version}|{sorted(base.shared_classes)}|{base.instance_primitives}"
+        settings = (
+            f"{base.target_version}|{sorted(base.shared_classes)}|{base.instance_primitives}"
+            f"|{base.sharing}|{sorted(base.task_shared_classes)}"
+        )
         cache = ResultCache(config.root, settings)
     root = config.root.resolve()
     ordered: list[FileResult | None] = []

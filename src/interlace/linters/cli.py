@@ -53,6 +53,7 @@ def _csv(value: str) -> list[str]:
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
     from interlace.linters._output import FORMATS
+    from interlace.linters._sharing import SHARING
 
     parser.add_argument(
         "paths", nargs="*", metavar="PATH", help="files or directories (default: project root)"
@@ -121,6 +122,14 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         "--target-version",
         metavar="py3X",
         help="oldest Python the code supports, e.g. py311 (changes IL201's hazard)",
+    )
+    parser.add_argument(
+        "--sharing",
+        choices=SHARING,
+        help=(
+            "'declared': report IL101/IL102/IL104/IL301/IL303 only inside the classes listed in "
+            "task-shared-classes or shared-classes (default: the configured value, 'inferred')"
+        ),
     )
     parser.add_argument(
         "--jobs", type=_jobs, metavar="N", help="worker processes (default: all cores)"
@@ -210,6 +219,8 @@ def _resolve_config(args: argparse.Namespace) -> LintConfig:
         changes["per_file_ignores"] = config.per_file_ignores + _per_file(args.per_file_ignores)
     if args.extend_exclude:
         changes["exclude"] = config.exclude + tuple(args.extend_exclude)
+    if args.sharing is not None:
+        changes["sharing"] = args.sharing
     if args.target_version is not None:
         changes["target_version"] = parse_target_version(
             args.target_version, where="from --target-version"

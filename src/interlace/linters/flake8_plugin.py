@@ -16,9 +16,15 @@ from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
 from interlace.errors import ConfigError
-from interlace.linters._config import INSTANCE_PRIMITIVES, parse_target_version
+from interlace.linters._config import (
+    INSTANCE_PRIMITIVES,
+    LintConfig,
+    check_declared,
+    parse_target_version,
+)
 from interlace.linters._engine import lint_source
 from interlace.linters._rule import LintContext, Rule
+from interlace.linters._sharing import SHARING, check_class_patterns
 from interlace.linters.rules import all_rules
 
 __all__ = ("Flake8Plugin",)
@@ -31,6 +37,8 @@ class Flake8Plugin:
     version: ClassVar[str] = "0"
     target_version: ClassVar[tuple[int, int]] = (3, 11)
     shared_classes: ClassVar[frozenset[str]] = frozenset()
+    task_shared_classes: ClassVar[frozenset[str]] = frozenset()
+    sharing: ClassVar[str] = "inferred"
     instance_primitives: ClassVar[str] = "evidence"
     rules: ClassVar[tuple[type[Rule], ...]] = tuple(r for r in all_rules() if not r.opt_in)
 
@@ -40,7 +48,8 @@ class Flake8Plugin:
 
     @classmethod
     def add_options(cls, option_manager: Any) -> None:
-        """Register ``--interlace-target-version``, ``--interlace-shared-classes`` and
+        """Register ``--interlace-target-version``, ``--interlace-shared-classes``,
+        ``--interlace-task-shared-classes``, ``--interlace-sharing`` and
         ``--interlace-instance-primitives``."""
         option_manager.add_option(
             "--interlace-target-version",
@@ -53,7 +62,22 @@ class Flake8Plugin:
             default="",
             parse_from_config=True,
             comma_separated_list=True,
-            help="class names shared between threads (interlace IL102)",
+            help="class names or fnmatch patterns shared between threads (interlace IL102)",
+        )
+        option_manager.add_option(
+            "--interlace-task-shared-classes",
+            default="",
+            parse_from_config=True,
+            comma_separated_list=True,
+            help="class names or fnmatch patterns shared between concurrent asyncio tasks "
+            "(read with --interlace-sharing declared)",
+        )
+        option_manager.add_option(
+            "--interlace-sharing",
+            default="inferred",
+            parse_from_config=True,
+            choices=SHARING,
+            help="declared: report IL101/IL102/IL104/IL301/IL303 only inside declared classes",
         )
         option_manager.add_option(
             "--interlace-instance-primitives",
@@ -74,10 +98,22 @@ class Flake8Plugin:
             cls.target_version = parse_target_version(
                 options.interlace_target_version, where="from --interlace-target-version"
             )
+            cls.shared_classes = _patterns(options.interlace_shared_classes, "shared-classes")
+            cls.task_shared_classes = _patterns(
+                options.interlace_task_shared_classes, "task-shared-classes"
+            )
+            cls.sharing = options.interlace_sharing
+            check_declared(
+                LintConfig(
+                    shared_classes=cls.shared_classes,
+                    task_shared_classes=cls.task_shared_classes,
+                    sharing=cls.sharing,
+                ),
+                where="(--interlace-task-shared-classes, --interlace-shared-classes)",
+            )
         except ConfigError as exc:  # flake8 would print our traceback
             print(f"flake8 (interlace): error: {exc}", file=sys.stderr)
             raise SystemExit(2) from None
-        cls.shared_classes = frozenset(n for n in options.interlace_shared_classes if n)
         cls.instance_primitives = options.interlace_instance_primitives
         named = {
             code.strip().upper()
@@ -93,6 +129,8 @@ class Flake8Plugin:
             target_version=self.target_version,
             shared_classes=self.shared_classes,
             instance_primitives=self.instance_primitives,
+            task_shared_classes=self.task_shared_classes,
+            sharing=self.sharing,
         )
         result = lint_source(
             "".join(self.lines), self.rules, filename=self.filename, context=context
@@ -102,3 +140,13 @@ class Flake8Plugin:
         for error in result.errors:
             if error.kind == "internal":
                 yield error.row, error.column - 1, f"IL000 {error.message}", type(self)
+
+
+def _patterns(values: Sequence[str], key: str) -> frozenset[str]:
+    patterns = check_class_patterns([v for v in values if v])
+    if patterns is None:
+        raise ConfigError(
+            f"invalid --interlace-{key} value {','.join(values)!r}: expected comma-separated "
+            "class names or fnmatch patterns, e.g. Agent,*Storage"
+        )
+    return patterns

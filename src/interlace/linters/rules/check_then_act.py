@@ -31,6 +31,7 @@ from typing import ClassVar
 import libcst as cst
 
 from interlace.linters._rule import LintContext, Related, Rule
+from interlace.linters._sharing import ClassPatterns, enclosing_classes
 from interlace.linters.rules._drivers import Drivers, drivers_of, self_member
 from interlace.linters.rules._flow import (
     INIT_METHODS,
@@ -1694,6 +1695,7 @@ class FlagCheckThenActAcrossAwait(FactsCollector, Rule):
     """IL101: a check of shared state and a dependent write with a suspension point between."""
 
     code: ClassVar[str] = "IL101"
+    shares: ClassVar[str | None] = "tasks"
     name: ClassVar[str] = "check-then-act-across-await"
     summary: ClassVar[str] = (
         "In `async def`, shared state is checked and then written after a suspension point "
@@ -2106,6 +2108,7 @@ class FlagUnlockedCheckThenAct(FactsCollector, Rule):
     """IL102: an unlocked check-then-act in a class or module shared between threads."""
 
     code: ClassVar[str] = "IL102"
+    shares: ClassVar[str | None] = "threads"
     name: ClassVar[str] = "unlocked-check-then-act"
     summary: ClassVar[str] = (
         "In code shared between threads, shared state is checked and then written without a "
@@ -2371,11 +2374,12 @@ class FlagUnlockedCheckThenAct(FactsCollector, Rule):
             not by_class and not by_method and module is None and not self._shared()
         ):
             return
+        declared = self._declared(original_node)
         for facts in self._candidates:
             owner = facts.class_name
             evidence: dict[str, _Evidence | None] = {}
             method = (owner, facts.node.name.value)
-            if owner is not None and owner in self.context.shared_classes:
+            if owner is not None and owner in declared:
                 evidence["self"] = evidence["cls"] = None
             elif owner is not None and owner in by_class:
                 evidence["self"] = evidence["cls"] = by_class[owner]
@@ -2410,7 +2414,7 @@ class FlagUnlockedCheckThenAct(FactsCollector, Rule):
                     continue
                 related = _related(finding, "")
                 if found is None:
-                    what = f"the class `{owner}` is listed in `shared-classes`"
+                    what = f"the class `{owner}` is declared in `shared-classes`"
                 else:
                     where = "class" if root != "" else "module"
                     what = f"the {where} uses `{found.what}`"
@@ -2443,6 +2447,15 @@ class FlagUnlockedCheckThenAct(FactsCollector, Rule):
 
     def _shared(self) -> bool:
         return bool(self.context.shared_classes)
+
+    def _declared(self, module: cst.Module) -> frozenset[str]:
+        """The names of the module's classes that ``shared-classes`` declares (by name, by a
+        base's name, or through a declared base class of the module)."""
+        if not self.context.shared_classes:
+            return frozenset()
+        _, classes = enclosing_classes(module, ())
+        ids = ClassPatterns(self.context.shared_classes).declared(classes)
+        return frozenset(c.name.value for c in classes if id(c) in ids)
 
     def _evidence(
         self, module: cst.Module

@@ -200,6 +200,7 @@ class FlagStaleRestoreAcrossAwait(FactsCollector, Rule):
     """IL301: an attribute saved, overwritten, then restored after a suspension point."""
 
     code: ClassVar[str] = "IL301"
+    shares: ClassVar[str | None] = "tasks"
     name: ClassVar[str] = "stale-restore-across-await"
     summary: ClassVar[str] = (
         "An attribute is saved to a local, overwritten, and restored from the saved copy after "
@@ -1077,6 +1078,7 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
     """IL303: a loop over a shared mutable container whose body suspends."""
 
     code: ClassVar[str] = "IL303"
+    shares: ClassVar[str | None] = "tasks"
     name: ClassVar[str] = "iterate-shared-while-awaiting"
     summary: ClassVar[str] = (
         "Iterating a shared mutable container attribute directly with a suspension point in "
