@@ -21,9 +21,9 @@ RULES: tuple[type[Rule], ...] = (
 )
 
 
-def lint(rule: type[Rule], source: str) -> list[Report]:
+def lint(rule: type[Rule], source: str, context: LintContext | None = None) -> list[Report]:
     """Run one rule over ``source`` in a batched traversal and return its reports."""
-    instance = rule(LintContext())
+    instance = rule(context or LintContext())
     cst.visit_batched(cst.parse_module(textwrap.dedent(source)), [instance])
     return instance.reports
 
@@ -281,11 +281,44 @@ def test_il302_reports_a_loop_iteration_that_leaks() -> None:
 )
 def test_il302_resolves_import_aliases(imports: str) -> None:
     source = (
-        f"{imports}\nasync def f(q):\n    a, b = q.get_task(), q.get_task()\n"
+        f"{imports}\nasync def f(tg, q):\n"
+        "    a, b = tg.create_task(q.get()), tg.create_task(q.get())\n"
         "    done, pending = await w({a, b}, return_when=F)\n"
     )
     expected = 1 if imports.startswith("from") else 0
     assert len(lint(FlagPendingTasksNotCancelled, source)) == expected
+
+
+@pytest.mark.parametrize(
+    ("waited", "target", "expected"),
+    [
+        # Futures or tasks some other object returned: not this function's to cancel.
+        ("[state.wait_for_position(), assignment.unassign_future]", (3, 11), 0),
+        ("[fut, closing]", (3, 12), 0),
+        # Before 3.11 a coroutine call in the list is wrapped into a new task.
+        ("[state.wait_for_position(), assignment.unassign_future]", (3, 10), 1),
+        ("[fut, closing]", (3, 10), 1),
+        # Tasks it starts, inline, bound to a local (after a `None`), or with `:=`.
+        ("[asyncio.ensure_future(q.get()), closing]", (3, 11), 1),
+        ("[task, closing]", (3, 11), 1),
+        ("[started, closing]", (3, 11), 1),
+    ],
+)
+def test_il302_counts_only_tasks_the_function_starts_on_311_and_later(
+    waited: str, target: tuple[int, int], expected: int
+) -> None:
+    source = f"""
+        import asyncio
+        async def f(state, assignment, closing, q, loop):
+            fut = state.reset()
+            task = None
+            task = asyncio.create_task(q.get())
+            if (started := loop.create_task(q.get())) is None:
+                return
+            await asyncio.wait({waited}, timeout=1, return_when=asyncio.FIRST_COMPLETED)
+        """
+    context = LintContext(target_version=target)
+    assert len(lint(FlagPendingTasksNotCancelled, source, context)) == expected
 
 
 def test_il303_reports_the_iterable_with_suspension_and_mutation_as_related() -> None:

@@ -272,6 +272,29 @@ class BaseAgent:
                 print(task)
 
 
+class Consumer:
+    # ok: futures another object made (a position future, an unassignment future); since 3.11
+    # `asyncio.wait` takes no coroutines, so the calls return futures this function did not
+    # start, and leaving one pending leaks nothing of its own.
+    async def position(self, state, assignment):
+        fut = self._fetcher.request_reset(state)
+        await asyncio.wait(
+            [state.wait_for_position(), assignment.unassign_future, fut],
+            timeout=self._timeout,
+            return_when=asyncio.FIRST_COMPLETED,
+        )
+        return state.position
+
+    # One task it started among futures it did not: that task leaks.
+    async def next_record(self, assignment):
+        fetch = None
+        fetch = asyncio.ensure_future(self._queue.get())
+        done, _ = await asyncio.wait(  # error: IL302
+            [fetch, assignment.unassign_future], return_when=asyncio.FIRST_COMPLETED
+        )
+        return fetch.result() if fetch in done else None
+
+
 def _cancel_all(tasks):
     for task in tasks:
         task.cancel()

@@ -804,7 +804,10 @@ class FlagPendingTasksNotCancelled(FactsCollector, Rule):
         "getter still completes later and the item it took is dropped with its result "
         "(seed 000's `stream()`). Every path out of the code after the wait, early returns, "
         "`break`, exceptions and loop iterations included, must cancel what is pending. "
-        "Only tasks the function created count (inline, or bound to its own locals). "
+        "Only tasks the function started count: `create_task`, `ensure_future` or "
+        "`asyncio.Task` inline in the list or bound to its own locals. A future another "
+        "object returned (`conn.wait_ready()`) is not its to cancel; for targets before "
+        "3.11 every call counts, since a coroutine in the list is wrapped into a new task. "
         "Cancelling, awaiting or handing off the pending set or one of those tasks handles "
         "them, also through a list, tuple, set or comprehension built from them "
         "(`live = [t for t in (a, b) if t is not None]`, then `for t in live: t.cancel()` or "
@@ -960,6 +963,15 @@ class FlagPendingTasksNotCancelled(FactsCollector, Rule):
             if isinstance(e.value, cst.Name) and e.value.value in facts.assigned
         }
         anonymous = any(isinstance(e.value, cst.Call) for e in first.elements)
+        if self.context.target_version >= (3, 11):
+            # Since 3.11 `asyncio.wait` refuses coroutines, so an object made by a call of
+            # unknown kind is a future or task that call returned: a connection's "position
+            # ready" future, another object's task. Only a task this function started can
+            # leak from it, and that is what the rule keeps (before 3.11 a bare coroutine
+            # call in the list is wrapped into a new task, so every call counts there).
+            started = _started_tasks(facts.node)
+            tasks &= started
+            anonymous = any(_starts_task(e.value) for e in first.elements)
         if not tasks and not anonymous:
             return None
         if len(first.elements) == 1 and keyword(call, "timeout") is None:
@@ -992,6 +1004,45 @@ class FlagPendingTasksNotCancelled(FactsCollector, Rule):
                 return pending or ""
             finished = result.finished
         return pending or ""
+
+
+_STARTS_TASK = frozenset({"create_task", "ensure_future", "Task"})
+
+
+def _starts_task(expr: cst.BaseExpression | None) -> bool:
+    """Say whether ``expr`` starts a task: ``asyncio.create_task(...)``, ``loop.create_task``,
+    a task group's ``create_task``, ``ensure_future(...)`` or ``asyncio.Task(...)``."""
+    if not isinstance(expr, cst.Call):
+        return False
+    func = expr.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else dotted(func)
+    return name in _STARTS_TASK
+
+
+def _started_tasks(function: cst.FunctionDef) -> set[str]:
+    """The local names ``function`` binds to a task it starts (:func:`_starts_task`) in at
+    least one assignment, also element by element (``a, b = create_task(x), create_task(y)``)
+    and with ``:=``; other bindings of the name (``task = None`` first) do not matter."""
+    out: set[str] = set()
+
+    def bind(target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
+        if isinstance(target, cst.Name) and _starts_task(value):
+            out.add(target.value)
+        elif (
+            isinstance(target, (cst.Tuple, cst.List))
+            and isinstance(value, (cst.Tuple, cst.List))
+            and len(target.elements) == len(value.elements)
+        ):
+            for t, v in zip(target.elements, value.elements, strict=True):
+                bind(t.value, v.value)
+
+    for node in _walk(function.body):
+        if isinstance(node, cst.Assign):
+            for assigned in node.targets:
+                bind(assigned.target, node.value)
+        elif isinstance(node, (cst.AnnAssign, cst.NamedExpr)):
+            bind(node.target, node.value)
+    return out
 
 
 def _wait_names(stmt: _Stmt, call: cst.Call) -> tuple[str | None, str | None]:
