@@ -251,3 +251,21 @@ def test_cli_declared_without_classes_exits_2_with_the_message(
     assert out == ""
     assert err.startswith('interlace lint: error: sharing = "declared" but neither')
     assert "task-shared-classes" in err
+
+
+@pytest.mark.parametrize(
+    ("value", "accepted"),
+    [
+        (["Agent", "*Storage", "Base?", "Ag[ae]nt"], True),
+        (["pkg.Agent"], False),
+        (["*Agent\n"], False),
+        ([""], False),
+        (["not a name"], False),
+        ("Agent", False),
+        ([1], False),
+    ],
+)
+def test_class_patterns_are_names_or_fnmatch_patterns(value: object, accepted: bool) -> None:
+    from interlace.linters._sharing import check_class_patterns
+
+    assert (check_class_patterns(value) is not None) is accepted

@@ -9,8 +9,8 @@ declared in ``task-shared-classes`` (tasks) or ``shared-classes`` (threads).
 An entry is a class name or an ``fnmatch`` pattern (``"*Storage"``). A class is declared when
 its name, or the last dotted part of a base class written in its ``class`` statement, matches an
 entry, or when it derives from a declared class of the same file, or is a base class of one
-(inherited methods run on the shared instances). A finding belongs to
-the innermost class whose body contains it (a nested function belongs to its method's class).
+(inherited methods run on the shared instances). A finding belongs to the innermost class whose
+body contains it (a nested function belongs to its method's class).
 
 Invariant: nothing here reads metadata; one walk of the module, only for files with reports.
 """
@@ -38,7 +38,7 @@ SHARING = ("inferred", "declared")
 """Values of ``sharing``: rules infer who shares an object from the code, or report only
 inside declared classes."""
 
-_PATTERN = re.compile(r"^[A-Za-z0-9_*?\[\]!]+$")
+_PATTERN = re.compile(r"[A-Za-z0-9_*?\[\]!]+")
 _GLOB = frozenset("*?[")
 
 
@@ -46,7 +46,7 @@ def check_class_patterns(value: object) -> frozenset[str] | None:
     """Return ``value`` as a set of class-name patterns, or ``None`` if it is not a list of
     names or ``fnmatch`` patterns (``"Pool"``, ``"*Storage"``)."""
     if not isinstance(value, list) or not all(
-        isinstance(v, str) and _PATTERN.match(v) and (v.isidentifier() or _GLOB & set(v))
+        isinstance(v, str) and _PATTERN.fullmatch(v) and (v.isidentifier() or _GLOB & set(v))
         for v in value
     ):
         return None
@@ -91,25 +91,26 @@ class ClassPatterns:
         if not self.patterns:
             return set()
         out: set[int] = set()
-        names: set[str] = set()
+        names: set[str] = set()  # the declared classes' names
+        parents: set[str] = set()  # the names of their base classes
         bases = {id(c): [n for n in map(_base_name, c.bases) if n is not None] for c in classes}
+
+        def add(node: cst.ClassDef) -> None:
+            out.add(id(node))
+            names.add(node.name.value)
+            parents.update(bases[id(node)])
+
         for node in classes:
             if self.matches(node.name.value) or any(self.matches(b) for b in bases[id(node)]):
-                out.add(id(node))
-                names.add(node.name.value)
+                add(node)
         changed = True
         while changed:
             changed = False
             for node in classes:
-                if id(node) in out:
-                    continue
-                derived = names.intersection(bases[id(node)])
-                inherited = any(
-                    node.name.value in bases[id(other)] for other in classes if id(other) in out
-                )
-                if derived or inherited:
-                    out.add(id(node))
-                    names.add(node.name.value)
+                if id(node) not in out and (
+                    node.name.value in parents or names.intersection(bases[id(node)])
+                ):
+                    add(node)
                     changed = True
         return out
 
