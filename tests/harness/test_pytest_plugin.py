@@ -623,6 +623,36 @@ def test_pytest_exit_inside_an_explored_test_ends_the_session(
     assert not (pytester.path / "ran").exists()
 
 
+def _ctrl_c_once_started(pytester: pytest.Pytester, after: float) -> tuple[int, str]:
+    """Run the session, send it Ctrl-C ``after`` seconds after its test made ``started``,
+    and return its exit code and what it printed. A session still running a minute later
+    is killed, with every thread's stack (pytest's faulthandler) in the failure, never left
+    to the next test."""
+    process = pytester.popen(
+        [sys.executable, "-m", "pytest", *_QUIET, "-o", "faulthandler_timeout=45"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        # A shell's background job starts with SIGINT ignored; Ctrl-C needs the default.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (pytester.path / "started").exists():
+            assert process.poll() is None, "the session ended before its test started"
+            assert time.monotonic() < deadline, "the test did not start within a minute"
+            time.sleep(0.05)
+        time.sleep(after)
+        process.send_signal(signal.SIGINT)
+        output, _ = process.communicate(timeout=60)
+    except BaseException:
+        process.kill()
+        output, _ = process.communicate()
+        pytest.fail(f"the session did not end after Ctrl-C; it printed:\n{output}")
+    return process.returncode, str(output)
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="sends SIGINT")
 def test_ctrl_c_during_an_exploration_interrupts_the_session(pytester: pytest.Pytester) -> None:
     pytester.makeini(INI)
@@ -647,24 +677,8 @@ def test_ctrl_c_during_an_exploration_interrupts_the_session(pytester: pytest.Py
             pathlib.Path("ran").touch()
         """
     )
-    process = pytester.popen(
-        [sys.executable, "-m", "pytest", *_QUIET],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        # A shell's background job starts with SIGINT ignored; Ctrl-C needs the default.
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
-    deadline = time.monotonic() + 60
-    while not (pytester.path / "started").exists():
-        assert process.poll() is None
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-    time.sleep(0.2)  # well inside the exploration
-    process.send_signal(signal.SIGINT)
-    output, _ = process.communicate(timeout=60)
-    assert process.returncode == pytest.ExitCode.INTERRUPTED, output
+    returncode, output = _ctrl_c_once_started(pytester, after=0.2)  # inside the exploration
+    assert returncode == pytest.ExitCode.INTERRUPTED, output
     assert "! KeyboardInterrupt !" in output
     assert not (pytester.path / "ran").exists()
 
@@ -1119,23 +1133,9 @@ def test_ctrl_c_during_a_threads_exploration_interrupts_the_session(
             pathlib.Path("ran").touch()
         """
     )
-    process = pytester.popen(
-        [sys.executable, "-m", "pytest", *_QUIET],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
-    deadline = time.monotonic() + 60
-    while not (pytester.path / "started").exists():
-        assert process.poll() is None
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-    time.sleep(0.5)  # well inside the exploration, most likely while a thread holds the baton
-    process.send_signal(signal.SIGINT)
-    output, _ = process.communicate(timeout=60)
-    assert process.returncode == pytest.ExitCode.INTERRUPTED, output
+    # Well inside the exploration, most likely while a thread holds the baton.
+    returncode, output = _ctrl_c_once_started(pytester, after=0.5)
+    assert returncode == pytest.ExitCode.INTERRUPTED, output
     assert "! KeyboardInterrupt !" in output
     assert not (pytester.path / "ran").exists()
 

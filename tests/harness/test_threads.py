@@ -10,8 +10,11 @@ import _thread
 import asyncio
 import concurrent.futures
 import queue
+import signal
+import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable
 
 import pytest
@@ -449,6 +452,70 @@ def test_ctrl_c_ends_the_exploration_and_leaks_no_thread() -> None:
     with pytest.raises(KeyboardInterrupt):
         interlace.explore(interrupted, seed=SEED, max_schedules=10)
     assert threading.active_count() == before
+
+
+class _Box:
+    pass
+
+
+_swallowed_once: list[bool] = []
+
+
+def _ctrl_c_python_swallows() -> None:
+    """Ctrl-C arrives while a weakref callback runs (threading runs one each time a Thread
+    object dies, thousands of times a second in an exploration): Python prints "Exception
+    ignored" and goes on without the KeyboardInterrupt. Once per exploration."""
+    if not _swallowed_once:
+        _swallowed_once.append(True)
+        box = _Box()
+        ref = weakref.ref(box, lambda _: signal.raise_signal(signal.SIGINT))
+        del box
+        assert ref() is None
+
+
+def swallowed_then_threads() -> None:
+    _ctrl_c_python_swallows()
+    _run_threads(lambda: None, lambda: None)
+
+
+async def swallowed_then_tasks() -> None:
+    _ctrl_c_python_swallows()
+    await asyncio.gather(asyncio.sleep(0), asyncio.sleep(0))
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="raises SIGINT")
+@pytest.mark.parametrize("target", [swallowed_then_threads, swallowed_then_tasks])
+def test_a_ctrl_c_python_swallows_still_ends_the_exploration(
+    monkeypatch: pytest.MonkeyPatch, target: Callable[[], object]
+) -> None:
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    swallowed: list[BaseException | None] = []
+    monkeypatch.setattr(
+        sys, "unraisablehook", lambda unraisable: swallowed.append(unraisable.exc_value)
+    )
+    _swallowed_once.clear()
+    before = threading.active_count()
+    with pytest.raises(KeyboardInterrupt):
+        interlace.explore(target, seed=SEED, max_schedules=50)
+    assert [type(exc) for exc in swallowed] == [KeyboardInterrupt]  # it was swallowed
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert threading.active_count() == before
+
+
+def test_an_exploration_leaves_an_own_sigint_handler_in_place() -> None:
+    def handler(signum: int, frame: object) -> None:
+        received.append(signum)
+
+    received: list[int] = []
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        _swallowed_once.clear()
+        exploration = interlace.explore(swallowed_then_threads, seed=SEED, max_schedules=5)
+        assert signal.getsignal(signal.SIGINT) is handler
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert received == [signal.SIGINT]
+    assert exploration.schedules == 5
 
 
 # -- executor jobs and event loops in threads ---------------------------------------------------

@@ -19,6 +19,7 @@ from typing import Any
 from interlace._core.result import RunResult, StepRecord
 from interlace._core.schedule import READY, THREAD, Decision, Settings
 from interlace._core.strategy import Chooser
+from interlace.harness import _interrupt
 from interlace.harness._footprint import AVAILABLE as FOOTPRINTS
 from interlace.harness._footprint import Tracer
 from interlace.harness._introspect import describe_task, is_library_file, location_of, ownership
@@ -153,6 +154,7 @@ class AsyncioBackend:
         lock, for the report; the wrapped ``acquire`` costs a coroutine a call, so the runs
         that only explore go without.
         """
+        _interrupt.check()
         with ownership() if record else contextlib.nullcontext():
             return self._run(chooser, record=record)
 

@@ -39,7 +39,7 @@ from interlace._core.result import RunResult, StepRecord
 from interlace._core.schedule import READY, Decision, Settings
 from interlace._core.strategy import Chooser
 from interlace.errors import UnsupportedOperationError
-from interlace.harness import _instrument
+from interlace.harness import _instrument, _interrupt
 
 # One module object for everything from _instrument (a second import style could bind a
 # second copy when the harness modules are imported again, as pytester makes happen).
@@ -439,6 +439,8 @@ class Controller:
         waited = 0.0
         last = self.step
         while not t.park.acquire(timeout=_POLL_SECONDS):
+            if t.actor == 0:
+                _interrupt.check()
             waited = waited + _POLL_SECONDS if self.step == last else 0.0
             last = self.step
             if waited >= _STALL_SECONDS and t.actor == 0 and not self.aborting:
@@ -1766,6 +1768,7 @@ class ThreadsBackend:
         global _baton
         from interlace.harness._asyncio_backend import is_passthrough
 
+        _interrupt.check()
         ctl = Controller(chooser, self.settings, record)
         main = ctl.add("MainThread", None, False)
         main.ident = _get_ident()
@@ -1844,6 +1847,7 @@ def wait_for_end(ctl: Controller) -> None:
     while not ctl.aborting:
         if ctl.done.acquire(timeout=_POLL_SECONDS):
             return
+        _interrupt.check()
         waited = waited + _POLL_SECONDS if ctl.step == last else 0.0
         last = ctl.step
         if waited >= _STALL_SECONDS:

@@ -23,6 +23,7 @@ from interlace.errors import (
     ReplayDivergedError,
     UnsupportedOperationError,
 )
+from interlace.harness import _interrupt
 from interlace.harness._asyncio_backend import AsyncioBackend
 from interlace.harness._threads import ThreadsBackend, controlled_exploration
 
@@ -110,6 +111,14 @@ def _session(
     target: Callable[[], Any], settings: Settings, instrument: tuple[str, ...]
 ) -> Iterator[Backend]:
     """The backend for ``settings.backend``, with what it needs installed while it runs."""
+    with _interrupt.kept(), _backend(target, settings, instrument) as backend:
+        yield backend
+
+
+@contextlib.contextmanager
+def _backend(
+    target: Callable[[], Any], settings: Settings, instrument: tuple[str, ...]
+) -> Iterator[Backend]:
     if settings.backend == "asyncio":
         with contextlib.ExitStack() as stack:
             # The thread primitives are installed for the session, the schedule points only
