@@ -148,37 +148,47 @@ def test_exclude_from_config_and_force_exclude(
     assert lint_main(["--no-cache", "--force-exclude", "gen/a.py"]) == 0
 
 
-LAZY = (
-    "class A:\n    async def get(self):\n        if self._c is None:\n"
-    "            self._c = await f()\n"
-)
+OPT_IN_SOURCES = {
+    "IL102": (
+        "import threading\n_lock = threading.Lock()\n_c = None\ndef get():\n    global _c\n"
+        "    if _c is None:\n        with _lock:\n            _c = object()\n    return _c\n"
+    ),
+    "IL104": (
+        "class A:\n    async def get(self):\n        if self._c is None:\n"
+        "            self._c = await f()\n"
+    ),
+}
 
 
+@pytest.mark.parametrize("code", sorted(OPT_IN_SOURCES))
 @pytest.mark.parametrize(
-    ("config", "flags", "codes"),
+    ("config", "flags", "found"),
     [
-        pytest.param("", [], [], id="default"),
-        pytest.param("", ["--select", "IL"], [], id="select-IL"),
-        pytest.param("", ["--select", "IL1"], [], id="select-IL1"),
-        pytest.param("", ["--select", "ALL"], [], id="select-ALL"),
-        pytest.param("", ["--select", "IL10"], [], id="select-IL10"),
-        pytest.param("", ["--extend-select", "IL104"], ["IL104"], id="extend-select-IL104"),
-        pytest.param("", ["--select", "IL104"], ["IL104"], id="select-IL104"),
-        pytest.param('extend-select = ["IL104"]', [], ["IL104"], id="config-extend-select"),
-        pytest.param('extend-select = ["IL104"]', ["--ignore", "IL104"], [], id="ignore-IL104"),
+        pytest.param("", [], False, id="default"),
+        pytest.param("", ["--select", "IL"], False, id="select-IL"),
+        pytest.param("", ["--select", "IL1"], False, id="select-IL1"),
+        pytest.param("", ["--select", "ALL"], False, id="select-ALL"),
+        pytest.param("", ["--select", "IL10"], False, id="select-IL10"),
+        pytest.param("", ["--extend-select", "{code}"], True, id="extend-select"),
+        pytest.param("", ["--select", "{code}"], True, id="select"),
+        pytest.param('extend-select = ["{code}"]', [], True, id="config-extend-select"),
+        pytest.param('extend-select = ["{code}"]', ["--ignore", "{code}"], False, id="ignore"),
     ],
 )
-def test_il104_runs_only_when_named_in_full(
+def test_an_opt_in_rule_runs_only_when_named_in_full(
     project: Path,
     capsys: pytest.CaptureFixture[str],
+    code: str,
     config: str,
     flags: list[str],
-    codes: list[str],
+    found: bool,
 ) -> None:
-    put(project, "pyproject.toml", f"[tool.interlace.lint]\n{config}\n")
-    put(project, "a.py", LAZY)
-    assert lint_main(["--no-cache", "--format", "json", *flags]) == (1 if codes else 0)
-    assert [item["code"] for item in json.loads(capsys.readouterr().out)] == codes
+    put(project, "pyproject.toml", f"[tool.interlace.lint]\n{config.format(code=code)}\n")
+    put(project, "a.py", OPT_IN_SOURCES[code])
+    flags = [flag.format(code=code) for flag in flags]
+    assert lint_main(["--no-cache", "--format", "json", *flags]) == (1 if found else 0)
+    codes = [item["code"] for item in json.loads(capsys.readouterr().out)]
+    assert codes == ([code] if found else [])
 
 
 def test_explain_prints_every_documentation_section(capsys: pytest.CaptureFixture[str]) -> None:

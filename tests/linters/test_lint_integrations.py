@@ -48,13 +48,29 @@ def test_flake8_runs_the_plugin_through_its_entry_point(tmp_path: Path) -> None:
     assert (proc.returncode, proc.stdout.splitlines()) == (1, expected_lines("a.py"))
 
 
-def test_flake8_runs_il104_only_when_named_in_full(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("code", "source"),
+    [
+        (
+            "IL102",
+            "import threading\n_lock = threading.Lock()\n_c = None\ndef get():\n"
+            "    global _c\n    if _c is None:\n        with _lock:\n            _c = object()\n",
+        ),
+        (
+            "IL104",
+            "class A:\n    async def get(self):\n        if self._c is None:\n"
+            "            self._c = await f()\n",
+        ),
+    ],
+    ids=["IL102", "IL104"],
+)
+def test_flake8_runs_an_opt_in_rule_only_when_named_in_full(
+    tmp_path: Path, code: str, source: str
+) -> None:
     pytest.importorskip("flake8")
-    source = "class A:\n    async def get(self):\n        if self._c is None:\n"
-    source += "            self._c = await f()\n"
     (tmp_path / "c.py").write_text(source, encoding="utf-8")
     codes = []
-    for selection in (["--select", "IL"], ["--select", "IL", "--extend-select", "IL104"]):
+    for selection in (["--select", "IL"], ["--select", "IL", "--extend-select", code]):
         proc = subprocess.run(
             [sys.executable, "-m", "flake8", "--isolated", *selection, "c.py"],
             cwd=tmp_path,
@@ -64,7 +80,7 @@ def test_flake8_runs_il104_only_when_named_in_full(tmp_path: Path) -> None:
             check=False,
         )
         codes.append([line.split()[1] for line in proc.stdout.splitlines()])
-    assert codes == [[], ["IL104"]]
+    assert codes == [[], [code]]
 
 
 def test_flake8_bad_target_version_is_a_message_not_a_traceback(tmp_path: Path) -> None:

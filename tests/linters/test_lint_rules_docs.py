@@ -17,7 +17,8 @@ RULES_MD = Path(__file__).parents[2] / "docs" / "rules.md"
 DESIGN_CODES = ("IL101", "IL102", "IL201", "IL301", "IL302", "IL303")
 ADDED_CODES = ("IL104",)
 """Codes added since the design's table ("stable; more may be added")."""
-OPT_IN_CODES = ("IL104",)
+OPT_IN_CODES = ("IL102", "IL104")
+"""IL102: 2 real of 55 on unseen code (docs/lint.md); IL104: harmless duplicates mostly."""
 DOC_FIELDS = ("summary", "message", "why", "bad_example", "good_example", "suppress")
 
 EXAMPLES = [
@@ -32,7 +33,7 @@ def test_every_code_of_the_design_is_registered() -> None:
     assert tuple(r.code for r in all_rules()) == tuple(sorted(DESIGN_CODES + ADDED_CODES))
 
 
-def test_only_the_added_opt_in_codes_are_opt_in() -> None:
+def test_only_the_listed_codes_are_opt_in() -> None:
     assert tuple(r.code for r in all_rules() if r.opt_in) == OPT_IN_CODES
 
 

@@ -230,7 +230,7 @@ def test_cli_sharing_flag_overrides_the_file_and_reaches_the_cache_key(
     (project / "a.py").write_text(SOURCE, encoding="utf-8")
 
     def rows(*flags: str) -> list[int]:
-        assert lint_main(["--format", "json", *flags]) == 1
+        assert lint_main(["--format", "json", "--extend-select", "IL102", *flags]) == 1
         return [f["location"]["row"] for f in json.loads(capsys.readouterr().out)]
 
     everything = rows()

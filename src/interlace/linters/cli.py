@@ -63,7 +63,8 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         type=_csv,
         metavar="CODES",
         help=(
-            "comma-separated code prefixes to enable (an opt-in rule, IL104, only by its full code)"
+            "comma-separated code prefixes to enable (the opt-in rules, IL102 and IL104, only "
+            "by their full code)"
         ),
     )
     parser.add_argument(
@@ -72,7 +73,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         action="extend",
         metavar="CODES",
         default=[],
-        help="code prefixes to enable in addition to the selected ones (e.g. IL104)",
+        help="code prefixes to enable in addition to the selected ones (e.g. IL102)",
     )
     parser.add_argument(
         "--ignore",

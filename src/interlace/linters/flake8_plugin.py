@@ -2,8 +2,8 @@
 
 Registered as the ``flake8.extension`` entry point ``IL``. flake8 applies its own
 ``--select``/``--ignore``/``# noqa`` to the codes; files that do not parse are flake8's E999.
-An opt-in rule (IL104) runs only when ``--select`` or ``--extend-select`` names its full code,
-as with ``interlace lint``.
+An opt-in rule (IL102, IL104) runs only when ``--select`` or ``--extend-select`` names its
+full code, as with ``interlace lint``.
 A rule that crashes is reported as ``IL000`` on line 1 instead of aborting flake8.
 """
 

@@ -2110,10 +2110,11 @@ class FlagUnlockedCheckThenAct(FactsCollector, Rule):
     code: ClassVar[str] = "IL102"
     shares: ClassVar[str | None] = "threads"
     name: ClassVar[str] = "unlocked-check-then-act"
+    opt_in: ClassVar[bool] = True
     summary: ClassVar[str] = (
         "In code shared between threads, shared state is checked and then written without a "
         "lock held across both (lazy singletons, get-or-create, double-checked locking "
-        "without the re-check)."
+        "without the re-check; opt-in: select `IL102` by its full code)."
     )
     message: ClassVar[str] = (
         "`{state}` is checked and then written with no lock held across both, in code shared "
