@@ -16,6 +16,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -691,6 +692,48 @@ def test_ctrl_c_inside_thread_start_ends_the_exploration_with_the_interrupt() ->
     before = threading.active_count()
     with pytest.raises(KeyboardInterrupt):
         interlace.explore(interrupted_while_starting, seed=SEED, max_schedules=10)
+    assert threading.active_count() == before
+
+
+# ``_started``'s condition, where Ctrl-C lands just as the parent has taken the lock (inside
+# ``__enter__``, so no ``__exit__`` would ever release it). Compiled from a string, so it runs
+# without schedule points, as threading's own code does.
+_START_LOCK_HELPERS: dict[str, Any] = {}
+exec(
+    compile(
+        "import signal, threading\n"
+        "class CtrlCOnceLocked(threading.Condition):\n"
+        "    armed = True\n"
+        "    def __enter__(self):\n"
+        "        entered = self._lock.__enter__()\n"
+        "        if self.armed:\n"
+        "            self.armed = False\n"
+        "            signal.raise_signal(signal.SIGINT)\n"
+        "        return entered\n",
+        "<threading-like>",
+        "exec",
+    ),
+    _START_LOCK_HELPERS,
+)
+
+
+def interrupted_holding_the_start_lock() -> None:
+    thread = threading.Thread(target=lambda: None)
+    condition = _START_LOCK_HELPERS["CtrlCOnceLocked"](threading.Lock())
+    thread._started._cond = condition  # type: ignore[attr-defined]
+    thread.start()
+    thread.join()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="raises SIGINT")
+@pytest.mark.timeout(60)
+def test_ctrl_c_as_thread_start_takes_its_lock_ends_the_exploration_without_a_deadlock() -> None:
+    # Raised inside that __enter__, the interrupt left the lock taken: the child blocked
+    # setting _started and the unwinding blocked waiting for it (seen once in 60 Ctrl-Cs).
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    before = threading.active_count()
+    with pytest.raises(KeyboardInterrupt):
+        interlace.explore(interrupted_holding_the_start_lock, seed=SEED, max_schedules=10)
     assert threading.active_count() == before
 
 

@@ -894,10 +894,13 @@ def _start(self: threading.Thread) -> None:
     user = _called_from_user_code()
     self.run = controlled_run  # type: ignore[method-assign]
     # threading's own start-up handshake runs uncontrolled: the parent waits for real
-    # until the child is parked, which needs no baton.
+    # until the child is parked, which needs no baton. A Ctrl-C waits until it is over: one
+    # raised as the parent takes ``_started``'s lock would leave the lock taken, and the
+    # child (setting ``_started``) and the unwinding (waiting for it) blocked on it for good.
     _local.thread = None
     try:
-        _orig_start(self)
+        with _interrupt.deferred():
+            _orig_start(self)
     finally:
         _local.thread = t
     # Known before the child can hold the baton (it sets it again itself): threading set
