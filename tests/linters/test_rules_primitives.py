@@ -189,3 +189,84 @@ def test_a_class_level_singleton_is_evidence_for_its_own_class(singleton: str) -
 )
 def test_locals_parameters_and_instance_attributes_are_not_evidence(keeper: str) -> None:
     assert messages(IN_INIT + keeper) == []
+
+
+UNCONTENDED = """\
+import asyncio
+_LOCK = asyncio.Lock()
+_SEEN = set()
+async def first(key):
+    async with _LOCK:
+        if key in _SEEN:
+            return False
+        _SEEN.add(key)
+        return True
+"""
+
+
+@pytest.mark.parametrize("version", [(3, 10), (3, 11), (3, 13)])
+def test_a_lock_no_critical_section_suspends_in_is_not_reported_since_3_10(
+    version: tuple[int, int],
+) -> None:
+    assert messages(UNCONTENDED, version) == []
+
+
+def test_an_uncontended_lock_is_still_reported_before_3_10() -> None:
+    # Before 3.10 it binds at construction; the exemption rests on 3.10's lazy binding.
+    [message] = messages(UNCONTENDED, (3, 9))
+    assert "Before Python 3.10 it binds at construction" in message
+
+
+@pytest.mark.parametrize(
+    "threads",
+    [
+        "import threading\n",
+        "async def off():\n    await asyncio.to_thread(print)\n",
+        "def off(loop):\n    loop.run_in_executor(None, print)\n",
+        "def off(coro, loop):\n    asyncio.run_coroutine_threadsafe(coro, loop)\n",
+    ],
+)
+def test_a_module_that_shows_threads_gets_no_exemption(threads: str) -> None:
+    # One thread may hold the lock while another thread's loop waits on it.
+    [message] = messages(UNCONTENDED + threads)
+    assert "shared by every importer of this module" in message
+
+
+@pytest.mark.parametrize(
+    "use",
+    [
+        "async def f():\n    async with _LOCK:\n        await asyncio.sleep(0)\n",
+        "async def f():\n    await _LOCK.acquire()\n",
+        "def f():\n    return asyncio.Condition(_LOCK)\n",
+        "async def f():\n    async with _LOCK:\n        async for _ in g():\n            pass\n",
+        "async def f():\n    async with _LOCK:\n        yield\n",
+        "def f():\n    global _LOCK\n    _LOCK = other_lock\n",
+    ],
+)
+def test_any_use_that_can_make_it_wait_keeps_the_finding(use: str) -> None:
+    assert len(messages(UNCONTENDED + use)) == 1
+
+
+def test_a_public_lock_is_reported_because_importers_may_hold_it_across_an_await() -> None:
+    assert len(messages(UNCONTENDED.replace("_LOCK", "LOCK"))) == 1
+
+
+def test_an_uncontended_instance_lock_kept_at_module_level_is_not_reported() -> None:
+    source = (
+        "import asyncio\nclass C:\n    def __init__(self):\n        self._lock = asyncio.Lock()\n"
+        "        self._n = 0\n    async def bump(self):\n        async with self._lock:\n"
+        "            self._n += 1\nC_INSTANCE = C()\n"
+    )
+    assert messages(source) == []
+    waiting = source.replace("self._n += 1", "await asyncio.sleep(self._n)")
+    [message] = messages(waiting)
+    assert "Keep one per event loop instead (look it up by `asyncio.get_running_loop()`)" in message
+
+
+def test_fix_hint_before_3_10_is_lazy_creation_and_since_3_10_one_per_loop() -> None:
+    # Lazy creation helps only where the primitive binds at construction; since 3.10 an object
+    # that outlives its loop still carries a lazily created lock into the next loop.
+    [old] = messages(IN_INIT, (3, 9))
+    [new] = messages(IN_INIT, instance_primitives="all")
+    assert "Create it lazily from async code" in old
+    assert "Keep one per event loop instead" in new

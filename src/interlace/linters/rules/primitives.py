@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from interlace.linters._rule import LintContext, Related, Rule
-from interlace.linters.rules._flow import module_level_names
+from interlace.linters.rules._flow import children, find_suspension, module_level_names
 
 __all__ = ("AvoidAsyncioPrimitiveInInit",)
 
@@ -26,6 +26,22 @@ _PRIMITIVES = frozenset(
     }
 )
 _PRIMITIVE_MODULES = frozenset({"asyncio", "asyncio.locks", "asyncio.queues"})
+_MUTEXES = frozenset({"Lock", "Semaphore", "BoundedSemaphore"})
+"""Primitives that make a task wait only when another task holds them: an ``acquire()`` of a
+free one returns at once, and since 3.10 it does not bind the primitive to any loop."""
+_THREAD_WORDS = frozenset(
+    {
+        "threading",
+        "Thread",
+        "ThreadPoolExecutor",
+        "to_thread",
+        "run_in_executor",
+        "run_coroutine_threadsafe",
+        "call_soon_threadsafe",
+    }
+)
+"""Names that show a module running code in other threads, each of which may hold the
+primitive while another thread's loop tries to take it."""
 _FACTORY_KEYWORDS = frozenset({"default_factory", "factory"})
 
 
@@ -125,8 +141,14 @@ class AvoidAsyncioPrimitiveInInit(Rule):
         "class attributes (shared by everything that imports them), objects cached across "
         "`asyncio.run()` calls, pytest-asyncio fixtures whose scope is wider than the test's loop, "
         "and threads that each run their own loop. The failure is intermittent because it needs "
-        "contention, which is why it survives testing. Module-level and class-body primitives are "
-        "always reported. A primitive created per instance is reported on Python 3.10+ only when "
+        "contention, which is why it survives testing. So a Lock (or a Semaphore that starts "
+        "with a positive literal value) that nothing can make wait is not reported on 3.10+: a "
+        "private name (`_lock`, `self._lock`) whose every use in the file is `async with` over a "
+        "body with no suspension point (or `.locked()`), in a module that shows no sign of "
+        "threads. No task can hold such a lock while another runs, so no acquire ever waits and "
+        "it never binds to a loop (a lock that guards nothing across an `await` is also not "
+        "needed). Other module-level and class-body primitives are always reported. A primitive "
+        "created per instance is reported on Python 3.10+ only when "
         "the same file shows the object outliving one loop: the class instantiated at module "
         "level, stored in a `global` or a module-level cache (`_CLIENTS[key] = Client()`, "
         "`.setdefault`), kept in a class attribute (a singleton), returned by a "
@@ -145,21 +167,34 @@ class AvoidAsyncioPrimitiveInInit(Rule):
         "    def __init__(self) -> None:\n"
         "        self._lock = asyncio.Lock()\n"
         "\n"
+        "    async def send(self, data: bytes) -> None:\n"
+        "        async with self._lock:  # held across an await: other senders wait\n"
+        "            await self._write(data)\n"
+        "\n"
         "client = Client()  # cached and reused by every asyncio.run() call\n"
     )
     good_example = (
         "import asyncio\n"
+        "import weakref\n"
         "\n"
         "class Client:\n"
         "    def __init__(self) -> None:\n"
-        "        self._lock: asyncio.Lock | None = None\n"
+        "        # One lock per event loop: a lock belongs to the first loop that waits on it.\n"
+        "        # (A lock created lazily but kept on the object would still outlive its loop.)\n"
+        "        self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock]\n"
+        "        self._locks = weakref.WeakKeyDictionary()\n"
         "\n"
-        "    async def _get_lock(self) -> asyncio.Lock:\n"
-        "        if self._lock is None:\n"
-        "            self._lock = asyncio.Lock()\n"
-        "        return self._lock\n"
+        "    def _lock(self) -> asyncio.Lock:\n"
+        "        loop = asyncio.get_running_loop()\n"
+        "        if loop not in self._locks:\n"
+        "            self._locks[loop] = asyncio.Lock()\n"
+        "        return self._locks[loop]\n"
         "\n"
-        "client = Client()\n"
+        "    async def send(self, data: bytes) -> None:\n"
+        "        async with self._lock():\n"
+        "            await self._write(data)\n"
+        "\n"
+        "client = Client()  # safe to reuse across asyncio.run() calls\n"
     )
     suppress = (
         "On Python 3.10 and later, when the object provably lives and dies inside one event loop "
@@ -183,6 +218,10 @@ class AvoidAsyncioPrimitiveInInit(Rule):
         "async def main():\n    c = C()\n",
         "import asyncio\nclass C:\n    def __init__(self):\n        self.lock = asyncio.Lock()\n"
         "def make():\n    return C()\n",
+        # Python 3.10+: no critical section suspends, so the lock never makes anyone wait.
+        "import asyncio\n_LOCK = asyncio.Lock()\n_SEEN = set()\n"
+        "async def first(key):\n    async with _LOCK:\n        if key in _SEEN:\n"
+        "            return False\n        _SEEN.add(key)\n        return True\n",
     )
     INVALID = (
         "import asyncio\nclass C:\n    def __init__(self):\n        self.lock = asyncio.Lock()\n"
@@ -190,6 +229,8 @@ class AvoidAsyncioPrimitiveInInit(Rule):
         "import asyncio as aio\nimport functools\nclass C:\n    def __init__(self):\n"
         "        self.q = aio.Queue()\n@functools.cache\ndef get():\n    return C()\n",
         "from asyncio import Semaphore\nLIMIT = Semaphore(10)\n",
+        "import asyncio\n_LOCK = asyncio.Lock()\nasync def f():\n    async with _LOCK:\n"
+        "        await asyncio.sleep(0)\n",
         "import asyncio\nclass C:\n    lock = asyncio.Lock()\n",
         "import asyncio\nfrom dataclasses import dataclass, field\n@dataclass\nclass C:\n"
         "    ev: asyncio.Event = field(default_factory=asyncio.Event)\n"
@@ -212,7 +253,14 @@ class AvoidAsyncioPrimitiveInInit(Rule):
         # the attribute an assignment in progress binds (``self.lock = ...`` -> ``self.lock``)
         self._target: str | None = None
         # per-instance findings, reported at the end of the module (see leave_Module)
-        self._pending: list[tuple[cst.CSTNode, str, str, str, str, list[Related]]] = []
+        self._pending: list[
+            tuple[cst.CSTNode, str, str, str, str, list[Related], tuple[bool, str] | None]
+        ] = []
+        # module-level and class-body Locks and Semaphores, reported at the end of the module
+        # unless nothing in it ever makes them wait (see _never_waits)
+        self._shared_mutexes: list[
+            tuple[cst.CSTNode, str, str, str, str, list[Related], tuple[bool, str]]
+        ] = []
         # class name -> (first call that makes an instance outlive one loop, how it does)
         self._evidence: dict[str, tuple[cst.Call, str]] = {}
         # names bound at module level, and the names each enclosing function declares global
@@ -483,7 +531,18 @@ class AvoidAsyncioPrimitiveInInit(Rule):
 
     def leave_Module(self, original_node: cst.Module) -> None:
         self._frames.pop()
-        for node, kind, owner, place, target, related in self._pending:
+        mutexes = [p[-1] for p in self._pending if p[-1]] + [m[-1] for m in self._shared_mutexes]
+        uses = _Uses(original_node) if mutexes else None
+        for node, kind, scope, place, target, related, mutex in self._shared_mutexes:
+            if uses is not None and uses.never_wait(*mutex):
+                continue
+            self.report(
+                node, self._message(kind, scope, place, target, evidence=None), related=related
+            )
+        self._shared_mutexes.clear()
+        for node, kind, owner, place, target, related, use in self._pending:
+            if use is not None and uses is not None and uses.never_wait(*use):
+                continue
             found = self._evidence.get(owner)
             how = found[1] if found else None
             if (
@@ -554,12 +613,38 @@ class AvoidAsyncioPrimitiveInInit(Rule):
     ) -> None:
         target = self._target if self._target and self._target.startswith("self.") else None
         target = target or "self._" + kind.lower()
+        use = self._use_of(node, kind, scope)
         if scope == "instance":
             owner = next((f.name for f in reversed(self._frames) if f.kind == "class"), "")
-            self._pending.append((node, kind, owner, place, target, related))
+            self._pending.append((node, kind, owner, place, target, related, use))
+            return
+        if use is not None:
+            self._shared_mutexes.append((node, kind, scope, place, target, related, use))
             return
         message = self._message(kind, scope, place, target, evidence=None)
         self.report(node, message, related=related)
+
+    def _use_of(self, node: cst.CSTNode, kind: str, scope: str) -> tuple[bool, str] | None:
+        """How code refers to a Lock or Semaphore the rule may find is never made to wait:
+        ``(True, name)`` for an attribute (``self._lock``), ``(False, name)`` for a module-level
+        name, or ``None`` when the exemption cannot apply.
+
+        Only private names qualify (other modules may take a public one and hold it across an
+        ``await``), and only a Semaphore that starts with a positive literal value.
+        """
+        if kind not in _MUTEXES or self.context.target_version < (3, 10):
+            return None
+        if not isinstance(node, cst.Call) or not _starts_free(node, kind):
+            return None
+        target = self._target or ""
+        if scope == "module" and target.startswith("_") and "." not in target:
+            return False, target
+        if scope == "class" and target.startswith("_") and "." not in target:
+            return True, target
+        attribute = target.removeprefix("self.")
+        if scope == "instance" and target.startswith("self._") and "." not in attribute:
+            return True, attribute
+        return None
 
     def _message(
         self, kind: str, scope: str, place: str, target: str, *, evidence: str | None
@@ -601,11 +686,18 @@ class AvoidAsyncioPrimitiveInInit(Rule):
                 "held by a module-level singleton, or built by a pytest-asyncio fixture with a "
                 "wider scope than the test's loop"
             )
-        if shared:
+        if shared or evidence or not old:
+            # Created lazily but kept as long as this object is, it would still outlive the
+            # loop that first waited on it; lazy creation only helps before 3.10, where the
+            # primitive binds at construction.
             instead = (
-                "Create it inside the running loop instead: in an async function, per instance, "
-                "or lazily on first use from async code"
+                "Keep one per event loop instead (look it up by `asyncio.get_running_loop()`), "
+                "or create it in code that lives inside one loop (an async function, an object "
+                "each `asyncio.run()` builds afresh)"
             )
+            if not shared:
+                instead += ", or make sure each object lives on one loop and suppress with "
+                instead += "`# noqa: IL201`"
         else:
             instead = (
                 f"Create it lazily from async code (e.g. `if {target} is None: {target} = "
@@ -615,3 +707,75 @@ class AvoidAsyncioPrimitiveInInit(Rule):
         return self.message.format(
             primitive=f"`asyncio.{kind}`", place=place, hazard=hazard, instead=instead
         )
+
+
+def _starts_free(call: cst.Call, kind: str) -> bool:
+    """Whether the Lock or Semaphore ``call`` builds starts free: a Lock always, a Semaphore
+    with no value or a positive integer literal (``Semaphore(0)`` makes the first taker wait)."""
+    if kind == "Lock" or not call.args:
+        return True
+    [arg, *rest] = call.args
+    if rest or (arg.keyword is not None and arg.keyword.value != "value"):
+        return False
+    return isinstance(arg.value, cst.Integer) and int(arg.value.value, 0) >= 1
+
+
+class _Uses:
+    """Every use of a name or attribute in one module, to decide whether a Lock or Semaphore
+    can ever make a task wait.
+
+    A free Lock makes a task wait only while another task holds it, and a task can hold it
+    across a switch only by suspending inside its critical section. So a Lock whose every use
+    is ``async with lock:`` over a body with no suspension point (or ``lock.locked()``) is
+    never contended in one thread, never waits, and never binds to an event loop; the IL201
+    hazard does not exist. Threads change that (one thread may hold it while another's loop
+    waits), so a module that shows any sign of threads gets no exemption.
+    """
+
+    def __init__(self, module: cst.Module) -> None:
+        self._safe: set[int] = set()
+        self._names: dict[str, list[cst.CSTNode]] = {}
+        self._attributes: dict[str, list[cst.CSTNode]] = {}
+        self._stores: set[int] = set()
+        self.threads = False
+        stack: list[cst.CSTNode] = [module]
+        while stack:
+            node = stack.pop()
+            self._note(node)
+            stack.extend(children(node))
+
+    def _note(self, node: cst.CSTNode) -> None:
+        if isinstance(node, cst.With):
+            if node.asynchronous is not None and find_suspension(node.body) is None:
+                self._safe.update(id(item.item) for item in node.items)
+        elif isinstance(node, cst.Call):
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "locked" and not node.args:
+                self._safe.add(id(func.value))
+        elif isinstance(node, (cst.Assign, cst.AnnAssign)):
+            value = node.value
+            if (
+                isinstance(value, cst.Call)
+                and (_dotted(value.func) or "").rpartition(".")[2] in _MUTEXES
+            ):
+                targets = (
+                    [t.target for t in node.targets]
+                    if isinstance(node, cst.Assign)
+                    else [node.target]
+                )
+                self._stores.update(id(t) for t in targets)
+        elif isinstance(node, cst.Name):
+            self._names.setdefault(node.value, []).append(node)
+            self.threads = self.threads or node.value in _THREAD_WORDS
+        elif isinstance(node, cst.Attribute):
+            self._attributes.setdefault(node.attr.value, []).append(node)
+            self.threads = self.threads or node.attr.value in _THREAD_WORDS
+
+    def never_wait(self, attribute: bool, name: str) -> bool:
+        """Whether the primitive bound to ``name`` can never make a task wait: every use is a
+        non-suspending ``async with`` or ``.locked()``, apart from stores of new Locks and
+        Semaphores."""
+        if self.threads:
+            return False
+        uses = (self._attributes if attribute else self._names).get(name, [])
+        return all(id(use) in self._safe or id(use) in self._stores for use in uses)
