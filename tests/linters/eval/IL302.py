@@ -304,3 +304,48 @@ def _cancel_all(tasks):
 async def not_asyncio(cond):
     async with cond:
         await cond.wait()
+
+
+# ok: a function defined inside this one cancels and awaits the task it closes over, on the
+# timeout path and on cancellation; on the other path the task is done.
+async def lock_with_timeout(lock, timeout):
+    acquire = asyncio.create_task(lock.acquire())
+
+    async def _abandon():
+        acquire.cancel()
+        try:
+            await acquire
+        except asyncio.CancelledError:
+            pass
+
+    try:
+        done, _ = await asyncio.wait({acquire}, timeout=timeout, return_when=FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        await asyncio.shield(_abandon())
+        raise
+    if acquire not in done:
+        await _abandon()
+        return False
+    return True
+
+
+async def closure_that_only_reads(q, e):
+    a, b = asyncio.create_task(q.get()), asyncio.create_task(e.wait())
+
+    def report():
+        print(a.done(), b.done())
+
+    done, _ = await asyncio.wait({a, b}, return_when=FIRST_COMPLETED)  # error: IL302
+    report()
+    return done
+
+
+async def closure_whose_task_is_its_own(q, e):
+    a, b = asyncio.create_task(q.get()), asyncio.create_task(e.wait())
+
+    def stop(a):
+        a.cancel()
+
+    done, _ = await asyncio.wait({a, b}, return_when=FIRST_COMPLETED)  # error: IL302
+    stop(None)
+    return done

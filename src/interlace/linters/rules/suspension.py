@@ -379,6 +379,31 @@ class _Pending:
     anonymous: bool
     wait: cst.Call
     aliases: dict[str, frozenset[str]] = field(default_factory=dict)
+    closures: dict[str, frozenset[str]] = field(default_factory=dict)
+    """Functions defined inside this one, each mapped to the tasks its body cancels or awaits
+    through the enclosing scope (``def _abandon(): task.cancel()``): calling one handles them."""
+
+    def collect_closures(self, body: cst.BaseSuite) -> None:
+        """Record the nested functions that cancel or await the tasks they close over."""
+        for node in _walk(body):
+            if not isinstance(node, cst.FunctionDef):
+                continue
+            own = _local_names(node)
+            held: set[str] = set()
+            for inner in _walk(node.body):
+                if isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute):
+                    if inner.func.attr.value != "cancel":
+                        continue
+                    target = inner.func.value
+                elif isinstance(inner, cst.Await):
+                    target = inner.expression
+                else:
+                    continue
+                if isinstance(target, cst.Name) and target.value in self.tasks - own:
+                    held.add(target.value)
+            name = node.name.value
+            found = frozenset(held)
+            self.closures[name] = self.closures[name] & found if name in self.closures else found
 
     def complete(self, finished: frozenset[str]) -> bool:
         """Say whether every task this function created is among ``finished``."""
@@ -491,7 +516,8 @@ class _Pending:
         # cancels it), takes the tasks over.
         if last in _QUIET_CALLS:
             return frozenset()
-        return frozenset().union(*(self.covers(a.value) for a in call.args))
+        closed = self.closures.get(func.value, frozenset()) if isinstance(func, cst.Name) else None
+        return frozenset().union(closed or frozenset(), *(self.covers(a.value) for a in call.args))
 
     def handled_by(self, stmt: _Stmt) -> frozenset[str]:
         """Return the tasks ``stmt`` itself cancels, awaits or hands off."""
@@ -710,6 +736,23 @@ def _bound(target: cst.BaseExpression) -> Iterator[str]:
             yield node.value
 
 
+def _local_names(function: cst.FunctionDef) -> set[str]:
+    """The names ``function`` binds itself (parameters, assignments), which shadow the
+    enclosing scope's; a ``nonlocal`` name is the enclosing one."""
+    params = function.params
+    names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            names.add(star.name.value)
+    shared: set[str] = set()
+    for node in _walk(function.body):
+        if isinstance(node, cst.Nonlocal):
+            shared.update(n.name.value for n in node.names)
+        elif isinstance(node, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign)):
+            names.update(_bound(node.target))
+    return names - shared
+
+
 def _is_cancel_call(node: cst.CSTNode) -> bool:
     return (
         isinstance(node, cst.Call)
@@ -811,7 +854,9 @@ class FlagPendingTasksNotCancelled(FactsCollector, Rule):
         "Cancelling, awaiting or handing off the pending set or one of those tasks handles "
         "them, also through a list, tuple, set or comprehension built from them "
         "(`live = [t for t in (a, b) if t is not None]`, then `for t in live: t.cancel()` or "
-        "`gather(*live)`); a path on which every task the function created has finished "
+        "`gather(*live)`), and so does calling a function defined inside this one that "
+        "cancels or awaits a task it closes over (`def abandon(): task.cancel()`); a path on "
+        "which every task the function created has finished "
         "(`if task in done:`) leaks nothing of its own, even if a task it was handed is "
         "still pending."
     )
@@ -870,6 +915,15 @@ class FlagPendingTasksNotCancelled(FactsCollector, Rule):
         "    a, b = create_task(q.get()), create_task(e.wait())\n"
         "    done, pending = await wait({a, b}, return_when=FIRST_COMPLETED)\n"
         "    _cancel_all(pending)\n",
+        # Cancelled by a function defined here that closes over the task.
+        "import asyncio\n"
+        "async def f(lock):\n"
+        "    t = asyncio.create_task(lock.acquire())\n"
+        "    def abandon():\n"
+        "        t.cancel()\n"
+        "    done, _ = await asyncio.wait({t}, timeout=1, return_when=asyncio.FIRST_COMPLETED)\n"
+        "    if t not in done:\n"
+        "        abandon()\n",
         # Cancelled in finally through a list built from the tasks.
         "import asyncio\n"
         "async def f(q, e):\n"
@@ -978,6 +1032,7 @@ class FlagPendingTasksNotCancelled(FactsCollector, Rule):
             return None  # one task and no timeout: the wait returns only when it is done
         model = _Pending(pending, done, frozenset(tasks), anonymous, call)
         model.collect_aliases(facts.node.body)
+        model.collect_closures(facts.node.body)
         if model.handled_by(stmt):
             return None
         for level in reversed(path):
