@@ -257,7 +257,7 @@ class AvoidAsyncioPrimitiveInInit(Rule):
             tuple[cst.CSTNode, str, str, str, str, list[Related], tuple[bool, str] | None]
         ] = []
         # module-level and class-body Locks and Semaphores, reported at the end of the module
-        # unless nothing in it ever makes them wait (see _never_waits)
+        # unless nothing in it ever makes them wait (see _Uses.never_wait)
         self._shared_mutexes: list[
             tuple[cst.CSTNode, str, str, str, str, list[Related], tuple[bool, str]]
         ] = []
