@@ -11,6 +11,7 @@ All three decide from the tree alone (no metadata providers); see ``_flow``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -1224,7 +1225,11 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
         "and changes no size, so it is no evidence either. Nor is a loop that leaves "
         "(`return`, `raise`, `break`) right after every suspension in its body, with only "
         "straight-line code between: it never advances its iterator once another task has "
-        "run."
+        "run. Nor is a loop that holds a lock throughout (`async with self._lock:` around "
+        "it, with no `wait()` or `release()` of that lock inside) when every mutation in the "
+        "module holds the same lock: none can run while the loop waits. The lock must be "
+        "named plainly (`self._lock`, not `self._locks[key]`), admit one holder (not a "
+        "semaphore), and for module state be a module-level lock, not one per instance."
     )
     bad_example: ClassVar[str] = (
         "class Bus:\n"
@@ -1296,7 +1301,7 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
     def __init__(self, context: LintContext) -> None:
         super().__init__(context)
         self.init_facts()
-        self._loops: list[tuple[cst.BaseExpression, tuple[str, int], cst.CSTNode, FunctionFacts]]
+        self._loops: list[tuple[cst.For, tuple[str, int], cst.CSTNode, FunctionFacts]]
         self._loops = []
         # Keyed by the container and the depth of what is mutated: `self._subs[t].remove(cb)`
         # changes the list a loop over `self._subs[t]` walks, and cannot break a loop over
@@ -1305,6 +1310,12 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
         # The mutations that can make a loop over a *list* skip or repeat an element: growing
         # it at the end (`append`, `extend`, `+=`) or replacing an item cannot.
         self._reorders: dict[tuple[str, int], cst.CSTNode] = {}
+        # The locks held at every mutation of each of those (their intersection), and at
+        # each loop: a loop that holds a lock every mutation holds too cannot be broken.
+        self._mutated_under: dict[tuple[str, int], frozenset[str]] = {}
+        self._reorders_under: dict[tuple[str, int], frozenset[str]] = {}
+        self._loop_locks: dict[int, frozenset[str]] = {}
+        self._held: list[tuple[int, str]] = []
         # What each container is bound to: "list" for a list display, comprehension, `list()`
         # or a `list[...]` annotation, "other" for anything else.
         self._kinds: dict[str, set[str]] = {}
@@ -1395,9 +1406,25 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
             return
         key = self._owner_key(target)
         if key is not None:
-            self._mutated.setdefault((key, _split(target)[1]), node)
+            at = (key, _split(target)[1])
+            held = self._locks_held()
+            self._mutated.setdefault(at, node)
+            self._mutated_under[at] = self._mutated_under.get(at, held) & held
             if not appends:
-                self._reorders.setdefault((key, _split(target)[1]), node)
+                self._reorders.setdefault(at, node)
+                self._reorders_under[at] = self._reorders_under.get(at, held) & held
+
+    def _locks_held(self) -> frozenset[str]:
+        """Return the locks the innermost function holds here by a ``with``/``async with``."""
+        depth = len(self.facts_stack)
+        return frozenset(name for at, name in self._held if at == depth)
+
+    def visit_With(self, node: cst.With) -> None:
+        depth = len(self.facts_stack)
+        self._held.extend((depth, name) for name in _exclusive_locks(node))
+
+    def leave_With(self, original_node: cst.With) -> None:
+        del self._held[len(self._held) - len(_exclusive_locks(original_node)) :]
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -1416,6 +1443,9 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
     def visit_For(self, node: cst.For) -> None:
         super().visit_For(node)
         self._for_stack.append((len(self.facts_stack), node))
+        held = self._locks_held()
+        if held:
+            self._loop_locks[id(node)] = held - _released_in(node.body, held)
 
     def leave_For(self, original_node: cst.For) -> None:
         self._for_stack.pop()
@@ -1547,7 +1577,7 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
         suspension = find_suspension(loop.body, include_yield=False)
         if suspension is not None and not _leaves_after_each_suspension(block_body(loop.body)):
             depth = _split(container)[1]
-            self._loops.append((loop.iter, (key, depth), suspension, self.facts_stack[-1]))
+            self._loops.append((loop, (key, depth), suspension, self.facts_stack[-1]))
 
     def _swapped(self, loop: cst.For, binding: cst.Assign, key: str) -> bool:
         """Say whether the container is replaced between ``binding`` and ``loop`` on every path.
@@ -1588,24 +1618,64 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
         return drivers.confined(facts.node.name.value, root)
 
     def leave_Module(self, original_node: cst.Module) -> None:
-        for iterable, (key, depth), suspension, facts in self._loops:
+        for loop, (key, depth), suspension, facts in self._loops:
             # A list that other code only grows at the end (or whose items it replaces) is
             # walked to its new end: nothing raises, nothing is skipped or repeated.
             is_list = depth == 0 and self._kinds_of(key) == {"list"}
             mutation = (self._reorders if is_list else self._mutated).get((key, depth))
             if mutation is None:
                 continue
+            # Every mutation holds a lock the loop holds throughout: none runs while it waits.
+            under = (self._reorders_under if is_list else self._mutated_under)[(key, depth)]
+            if key.startswith(":"):
+                # Module state: `self._lock` is one lock per instance, and excludes nothing.
+                under = frozenset(n for n in under if n.split(".", 1)[0] not in ("self", "cls"))
+            if under & self._loop_locks.get(id(loop), frozenset()):
+                continue
             state = key.split(":", 1)[1]
             if self._confined(facts, state):
                 continue
             self.report(
-                iterable,
+                loop.iter,
                 self.message.format(state=state),
                 related=[
                     Related(suspension, "the loop body suspends here"),
                     Related(mutation, f"`{state}` is mutated in place here"),
                 ],
             )
+
+
+_NOT_EXCLUSIVE = re.compile(r"sem(aphore)?$", re.IGNORECASE)
+
+
+def _exclusive_locks(node: cst.With) -> list[str]:
+    """Return the locks a ``with`` statement holds that admit one holder at a time.
+
+    Only a lock named by a plain dotted name counts (``self._lock``, ``_pool_lock``): under
+    ``self._locks[key]`` two keys are two locks, and a call may return a new one each time.
+    A semaphore admits several holders, so it excludes nothing.
+    """
+    names = []
+    for item in node.items:
+        name = dotted(item.item)
+        if name is not None and is_lock_expr(item.item) and not _NOT_EXCLUSIVE.search(name):
+            names.append(name)
+    return names
+
+
+def _released_in(body: cst.BaseSuite, held: frozenset[str]) -> frozenset[str]:
+    """Return the locks of ``held`` that ``body`` lets go of: ``cond.wait()``, ``release()``."""
+    released = set()
+    for node in _walk(body):
+        if (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value in ("wait", "wait_for", "release")
+        ):
+            name = dotted(node.func.value)
+            if name in held:
+                released.add(name)
+    return frozenset(released)
 
 
 def _leaves_after_each_suspension(stmts: Sequence[_Stmt]) -> bool:
