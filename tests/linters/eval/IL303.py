@@ -661,3 +661,64 @@ async def schedule_removal(name, loop):
             _hook_registry.pop(name, None)
 
         loop.create_task(later())
+
+
+class ReadCache:
+    """A loop that leaves on every path after its suspension, with checks on the way out."""
+
+    def __init__(self):
+        self.entries = []
+        self.pending = []
+        self.stale = []
+
+    async def invalidate(self, entry):
+        self.entries.remove(entry)
+        self.pending.remove(entry)
+        self.stale.remove(entry)
+
+    # ok: after the await every path returns; the ifs on the way only return earlier
+    async def lookup(self, path, mtime=None):
+        for entry in self.entries:
+            if entry.path == path:
+                if mtime is None:
+                    try:
+                        mtime = await entry.stat()
+                    except OSError:
+                        mtime = None
+                if entry not in self.entries:
+                    return None
+                if mtime != entry.mtime:
+                    return None
+                return entry
+        return None
+
+    # ok: a nested loop with its own `continue` stands between the await and the `break`
+    async def touch(self, path):
+        for entry in self.entries:
+            if entry.path == path:
+                await entry.touch()
+                for alias in entry.aliases:
+                    if not alias:
+                        continue
+                    alias.touched = True
+                break
+
+    # One branch after the await goes back to the loop with `continue`.
+    async def first_fresh(self):
+        for entry in self.pending:  # error: IL303
+            if entry.ready:
+                fresh = await entry.check()
+                if not fresh:
+                    continue
+                return entry
+        return None
+
+    # The try's handler swallows the error and the loop goes on to the next entry.
+    async def refresh_one(self):
+        for entry in self.stale:  # error: IL303
+            try:
+                await entry.refresh()
+                return entry
+            except OSError:
+                pass
+        return None

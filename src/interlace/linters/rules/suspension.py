@@ -1223,9 +1223,9 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
         "`insert` shifts the elements under the loop). A store at the key the loop is "
         "visiting (`for k, v in self._d.items(): self._d[k] = await f(v)`) replaces a value "
         "and changes no size, so it is no evidence either. Nor is a loop that leaves "
-        "(`return`, `raise`, `break`) right after every suspension in its body, with only "
-        "straight-line code between: it never advances its iterator once another task has "
-        "run. Nor is a loop that holds a lock throughout (`async with self._lock:` around "
+        "(`return`, `raise`, `break`) on every path after each suspension in its body, with "
+        "no `continue` of the loop between: it never advances its iterator once another task "
+        "has run. Nor is a loop that holds a lock throughout (`async with self._lock:` around "
         "it, with no `wait()` or `release()` of that lock inside) when every mutation in the "
         "module holds the same lock: none can run while the loop waits. The lock must be "
         "named plainly (`self._lock`, not `self._locks[key]`), admit one holder (not a "
@@ -1684,8 +1684,11 @@ def _leaves_after_each_suspension(stmts: Sequence[_Stmt]) -> bool:
     A loop that returns, raises or breaks right after every ``await`` in its body never
     advances its iterator once another task has run, so nothing that task does to the
     container can break it (``for s in self._sessions.values(): if s.id == key: await
-    s.close(); return``). Only straight-line statements may stand between the suspension and
-    the exit; a ``continue`` of this loop, or anything else, keeps the finding.
+    s.close(); return``). Between the suspension and the exit may stand anything that falls
+    through or leaves: simple statements, and compound ones (``if entry not in self._cache:
+    return None``) without a ``continue`` of this loop. The suspension itself may sit in an
+    ``if`` of the body; inside a ``try`` (whose handler may resume the loop) it needs the exit
+    after the whole statement.
     """
     flat = _flatten(stmts)
     for index, stmt in enumerate(flat):
@@ -1722,11 +1725,16 @@ def _branch(orelse: cst.If | cst.Else) -> Sequence[_Stmt]:
 
 
 def _exits(flat: Sequence[_Stmt]) -> bool:
-    """Say whether straight-line statements leave the loop before anything else can run."""
+    """Say whether the statements leave the loop on every path without advancing it.
+
+    They must end in a ``return``, ``raise`` or ``break`` of their own block; a compound
+    statement on the way may leave earlier or fall through to it (``if entry not in
+    self._cache: return None``), but must not hold a ``continue`` of the loop.
+    """
     for stmt in flat:
         if isinstance(stmt, (cst.Return, cst.Raise, cst.Break)):
             return True
-        if not isinstance(stmt, cst.BaseSmallStatement) or isinstance(stmt, cst.Continue):
+        if _continues(stmt):
             return False
     return False
 
