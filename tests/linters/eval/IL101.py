@@ -13,6 +13,8 @@ import threading
 import time
 from enum import Enum
 
+import anyio
+
 
 class AgentState(Enum):
     IDLE = "idle"
@@ -729,6 +731,44 @@ class ReentrantLock:
         if self._depth == 0:
             self._owner = None
             self._lock.release()
+
+
+class NestedCallGuard:
+    def __init__(self):
+        self._lock = anyio.Lock()
+        self._holder = None
+
+    # ok: anyio's TaskInfo compares equal only for the same task, and every writer stores
+    # `None` or its own, so no other task can make the holder this one while it waits
+    async def call(self, name):
+        current = anyio.get_current_task()
+        if self._holder == current:
+            raise RuntimeError("nested call")
+        async with self._lock:
+            self._holder = current
+            try:
+                return await run(name)
+            finally:
+                self._holder = None
+
+
+class SharedHolderGuard:
+    def __init__(self):
+        self._lock = anyio.Lock()
+        self._holder = None
+
+    # `adopt` stores a task info it was handed, which may be this task's.
+    async def call(self, name):
+        current = anyio.get_current_task()
+        if self._holder == current:
+            raise RuntimeError("nested call")
+        async with self._lock:
+            self._holder = current  # error: IL101
+            await run(name)
+            self._holder = None
+
+    def adopt(self, info):
+        self._holder = info
 
 
 class ThreadOwnedAsyncLock:

@@ -409,9 +409,16 @@ def _removal_move(expr: cst.BaseExpression, reads: set[int]) -> int | None:
 
 
 _TASK_IDENTITY = frozenset(
-    {"asyncio.current_task", "asyncio.tasks.current_task", "trio.lowlevel.current_task"}
+    {
+        "anyio.get_current_task",
+        "asyncio.current_task",
+        "asyncio.tasks.current_task",
+        "trio.lowlevel.current_task",
+    }
 )
-"""Calls that return the running task: inside a coroutine run by the loop, never ``None``."""
+"""Calls that return the running task: inside a coroutine run by the loop, never ``None``.
+anyio's returns a new ``TaskInfo`` each time, equal (``==``) to another only for the same
+task, so ``owner == get_current_task()`` is an identity test too (``is`` is never true)."""
 _THREAD_IDENTITY = frozenset(
     {
         "_thread.get_ident",
@@ -1730,7 +1737,8 @@ class FlagCheckThenActAcrossAwait(FactsCollector, Rule):
         "container), as long as no method hands the container out (returns it, binds it to "
         "a local, passes it to a call) where unseen code could add to it; when the check "
         "asked whether the state is this task's own "
-        "(`self._owner is asyncio.current_task()` on its false branch, with every writer "
+        "(`self._owner is asyncio.current_task()`, or `== anyio.get_current_task()`, on its "
+        "false branch, with every writer "
         "storing `None` or its own task), which no other task can make true; and for a memo "
         "of data, where a second task that also missed the memo only duplicates work: an "
         "attribute or module name replaced whole, or an entry stored under a key "
