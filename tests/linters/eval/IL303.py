@@ -500,8 +500,12 @@ class ConnectionPool:
         self.stats_lock = asyncio.Lock()
         self._mutex = asyncio.Lock()
         self._sem = asyncio.Semaphore(3)
+        self._io_lock = asyncio.BoundedSemaphore(4)
         self._cond = asyncio.Condition()
         self._locks = {}
+        self.uploads = {}
+        self._token_lock: asyncio.Lock = asyncio.Lock()
+        self.tokens = {}
         self.connections = {}
         self.handlers = {}
         self.listeners = set()
@@ -582,6 +586,26 @@ class ConnectionPool:
     async def cancel_job(self, key):
         async with self._sem:
             self.jobs.pop(key, None)
+
+    # ok: an annotated Lock, held at the loop and at every mutation
+    async def expire_tokens(self):
+        async with self._token_lock:
+            for token in self.tokens:
+                await token.expire()
+
+    async def revoke(self, key):
+        async with self._token_lock:
+            del self.tokens[key]
+
+    # Named like a lock, bound to a semaphore: four holders at once.
+    async def finish_uploads(self):
+        async with self._io_lock:
+            for upload in self.uploads:  # error: IL303
+                await upload.finish()
+
+    async def abort_upload(self, key):
+        async with self._io_lock:
+            self.uploads.pop(key, None)
 
     # `wait()` lets go of the condition's lock while the loop is suspended in it.
     async def notify_each(self):

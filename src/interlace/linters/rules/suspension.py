@@ -1316,6 +1316,8 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
         self._reorders_under: dict[tuple[str, int], frozenset[str]] = {}
         self._loop_locks: dict[int, frozenset[str]] = {}
         self._held: list[tuple[int, str]] = []
+        # Names bound to a semaphore somewhere in the module, whatever they are called.
+        self._semaphores: set[str] = set()
         # What each container is bound to: "list" for a list display, comprehension, `list()`
         # or a `list[...]` annotation, "other" for anything else.
         self._kinds: dict[str, set[str]] = {}
@@ -1494,6 +1496,7 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
         return False
 
     def visit_Assign(self, node: cst.Assign) -> None:
+        self._note_semaphore([t.target for t in node.targets], node.value)
         for target in node.targets:
             if isinstance(target.target, cst.Tuple | cst.List):
                 # `self._a, self._b = ...`: what each gets is not shown.
@@ -1504,7 +1507,15 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         super().visit_AnnAssign(node)
+        self._note_semaphore([node.target], node.value)
         self._bound(node.target, _list_kind(node.value, node.annotation.annotation))
+
+    def _note_semaphore(
+        self, targets: Sequence[cst.BaseExpression], value: cst.BaseExpression | None
+    ) -> None:
+        """Remember names bound to ``Semaphore(...)`` (``self._io_lock = Semaphore(4)``)."""
+        if isinstance(value, cst.Call) and _NOT_EXCLUSIVE.search(dotted(value.func) or ""):
+            self._semaphores.update(n for n in map(dotted, targets) if n is not None)
 
     def _bound(self, target: cst.BaseExpression, kind: str) -> None:
         """Record what ``target`` (a container attribute or module name) is bound to."""
@@ -1630,7 +1641,7 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
             if key.startswith(":"):
                 # Module state: `self._lock` is one lock per instance, and excludes nothing.
                 under = frozenset(n for n in under if n.split(".", 1)[0] not in ("self", "cls"))
-            if under & self._loop_locks.get(id(loop), frozenset()):
+            if under & self._loop_locks.get(id(loop), frozenset()) - self._semaphores:
                 continue
             state = key.split(":", 1)[1]
             if self._confined(facts, state):
@@ -1645,7 +1656,7 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
             )
 
 
-_NOT_EXCLUSIVE = re.compile(r"sem(aphore)?$", re.IGNORECASE)
+_NOT_EXCLUSIVE = re.compile(r"sem(aphore)?$|CapacityLimiter$", re.IGNORECASE)
 
 
 def _exclusive_locks(node: cst.With) -> list[str]:
@@ -1653,7 +1664,8 @@ def _exclusive_locks(node: cst.With) -> list[str]:
 
     Only a lock named by a plain dotted name counts (``self._lock``, ``_pool_lock``): under
     ``self._locks[key]`` two keys are two locks, and a call may return a new one each time.
-    A semaphore admits several holders, so it excludes nothing.
+    A semaphore admits several holders, so it excludes nothing (one bound under a lock's
+    name is left out later, see ``_semaphores``).
     """
     names = []
     for item in node.items:
