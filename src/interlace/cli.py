@@ -46,16 +46,63 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _caused_by_interrupt(exc: BaseException) -> bool:
+    """Whether a Ctrl-C is behind ``exc``: Python 3.11 wraps an interrupt that lands in a
+    class body's ``__set_name__`` (while importing libcst, say) in a RuntimeError."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, KeyboardInterrupt):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def _crash_report(exc: BaseException) -> str:
+    """Write the traceback of an internal error to a file and return a message pointing at it."""
+    import tempfile
+    import traceback
+
+    from interlace import __version__
+
+    text = "".join(traceback.format_exception(exc))
+    header = f"interlace {__version__} on Python {sys.version.split()[0]}: {' '.join(sys.argv)}\n"
+    try:
+        fd, path = tempfile.mkstemp(prefix="interlace-crash-", suffix=".txt")
+        with open(fd, "w", encoding="utf-8") as file:
+            file.write(header + text)
+    except OSError:
+        where = "it could not be saved; the traceback follows:\n" + text
+    else:
+        where = f"the traceback is in {path}"
+    summary = f"{type(exc).__name__}: {exc}".strip()
+    return (
+        f"interlace: internal error: {summary}\n"
+        f"This is a bug in interlace, not in your code; please report it with the command line "
+        f"and {where}"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``interlace`` command line and return its exit code."""
-    parser = _build_parser()
+    """Run the ``interlace`` command line and return its exit code.
+
+    Ctrl-C exits 130 with one line on stderr; an unexpected exception is an internal error:
+    exit 2, a short message, and the traceback saved to a file.
+    """
     try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
-        return int(exc.code) if isinstance(exc.code, int) else EXIT_ERROR
-    run = args.run
-    try:
-        return int(run(args))
+        parser = _build_parser()
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
+            return int(exc.code) if isinstance(exc.code, int) else EXIT_ERROR
+        return int(args.run(args))
     except KeyboardInterrupt:
         print("interlace: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        if _caused_by_interrupt(exc):
+            print("interlace: interrupted", file=sys.stderr)
+            return 130
+        print(_crash_report(exc), file=sys.stderr)
+        return EXIT_ERROR

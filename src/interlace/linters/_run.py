@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
+import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -83,7 +86,7 @@ def _lint_isolated(item: tuple[str, bytes, tuple[str, ...]], base: LintContext) 
     the file that kills this worker too is reported instead of taking the run down."""
     filename = item[0]
     try:
-        with ProcessPoolExecutor(max_workers=1, mp_context=_pool_context()) as pool:
+        with _pool(1) as pool:
             return pool.submit(_lint_chunk, [item], base).result()[0]
     except BrokenProcessPool:
         message = (
@@ -109,6 +112,48 @@ def _pool_context() -> multiprocessing.context.BaseContext:
     if "fork" in methods and threading.active_count() == 1:
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context("spawn")
+
+
+def _init_worker() -> None:
+    # Interrupts are the parent's to handle: it stops the workers itself (a Ctrl-C reaches the
+    # whole process group, and a forked worker inherits the parent's SIGTERM handler).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _terminated(signum: int, frame: object) -> None:
+    print("interlace: terminated", file=sys.stderr)
+    raise SystemExit(128 + signum)
+
+
+@contextmanager
+def _pool(workers: int) -> Iterator[ProcessPoolExecutor]:
+    """A process pool whose workers are killed, not waited for, when the parent is interrupted
+    (Ctrl-C, or SIGTERM, which then exits 143 instead of leaving the workers orphaned)."""
+    pool = ProcessPoolExecutor(
+        max_workers=workers, mp_context=_pool_context(), initializer=_init_worker
+    )
+    previous = None
+    if (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    ):
+        previous = signal.signal(signal.SIGTERM, _terminated)
+    try:
+        yield pool
+    except BaseException:
+        processes = list((getattr(pool, "_processes", None) or {}).values())
+        for process in processes:
+            process.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            process.join(5)
+        raise
+    else:
+        pool.shutdown()
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def lint_paths(
@@ -211,7 +256,7 @@ def lint_paths(
         chunks = _chunks(items, workers * 4)
         by_name: dict[str, FileResult] = {}
         broken: list[tuple[str, bytes, tuple[str, ...]]] = []
-        with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
+        with _pool(workers) as pool:
             futures = [pool.submit(_lint_chunk, chunk, base) for chunk in chunks]
             for chunk, future in zip(chunks, futures, strict=True):
                 try:
