@@ -1,15 +1,19 @@
-"""``interlace lint --add-noqa``: directives on the lines the engine checks, files kept intact."""
+"""``# noqa`` directives: read as ruff reads them, from real comments only; ``interlace lint
+--add-noqa`` puts them on the lines the engine checks and keeps files intact."""
 
 from __future__ import annotations
 
 import os
 import stat
+import tokenize
 from pathlib import Path
 
+import libcst as cst
 import pytest
 
 from interlace.linters import Finding
-from interlace.linters._noqa import UnsuppressedLine, add_noqa
+from interlace.linters._engine import LINE_BREAK
+from interlace.linters._noqa import Suppressions, UnsuppressedLine, add_noqa, parse_noqa
 from interlace.linters.cli import lint_main
 
 MODULE_LOCKS = (
@@ -61,7 +65,7 @@ def test_add_noqa_suppresses_every_finding_and_a_rerun_reports_nothing(
             id="reason-after-the-codes-kept",
         ),
         pytest.param(
-            "L = asyncio.Lock()  # why  # NOQA: e501",
+            "L = asyncio.Lock()  # why  # NOQA: E501",
             "L = asyncio.Lock()  # why  # noqa: E501, IL201",
             id="directive-after-another-comment",
         ),
@@ -274,6 +278,164 @@ def test_a_line_where_no_comment_can_go_is_reported_and_left_alone(
     assert path.read_text(encoding="utf-8") == UNCOMMENTABLE.replace(
         "M = asyncio.Lock()\n", "M = asyncio.Lock()  # noqa: IL201\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("comment", "codes"),
+    [
+        ("# noqa", ()),
+        ("#noqa", ()),
+        ("# NoQA", ()),
+        ("# noqa IL201", ()),
+        ("# noqa - built per request", ()),
+        ("# noqa#IL201", ()),
+        ("# why # noqa", ()),
+        ("# noqa: IL201", ("IL201",)),
+        ("# noqa:IL101,IL201", ("IL101", "IL201")),
+        ("# noqa : IL201", ("IL201",)),
+        ("# noqa: IL101 IL201", ("IL101", "IL201")),
+        ("# noqa: IL101,,IL201,", ("IL101", "IL201")),
+        ("# noqa: IL101IL201", ("IL101", "IL201")),
+        ("# noqa: IL201 built per request", ("IL201",)),
+        ("# noqa: IL201, reason IL101", ("IL201",)),
+        ("# noqa: IL201# another comment", ("IL201",)),
+        ("# noqa: IL201 # noqa: IL101", ("IL201",)),
+        ("# noqa: IL2", ("IL2",)),
+    ],
+)
+def test_a_directive_is_read_as_ruff_reads_it(comment: str, codes: tuple[str, ...]) -> None:
+    directive = parse_noqa(comment)
+    assert directive is not None
+    assert (directive.codes, directive.error) == (codes, None)
+
+
+@pytest.mark.parametrize(
+    ("comment", "error"),
+    [
+        ("# noqa:", "expected a comma-separated list of codes after `# noqa:`"),
+        ("# noqa: IL", "expected a comma-separated list of codes after `# noqa:`"),
+        ("# noqa: il201", "expected a comma-separated list of codes after `# noqa:`"),
+        ("# noqa:: IL201", "expected a comma-separated list of codes after `# noqa:`"),
+        ("# noqanything", "expected `:` followed by a comma-separated list of codes"),
+        ("# noqa,IL201", "expected `:` followed by a comma-separated list of codes"),
+        ("# noqanything # noqa: IL201", "expected `:` followed by a comma-separated list"),
+        ("# noqa: IL201.", "expected each code to be uppercase letters followed by digits"),
+        ("# noqa: IL201:IL101", "expected each code to be uppercase letters followed by digits"),
+        ("# noqa: IL201ILX", "expected each code to be uppercase letters followed by digits"),
+    ],
+)
+def test_an_invalid_directive_suppresses_nothing(comment: str, error: str) -> None:
+    directive = parse_noqa(comment)
+    assert directive is not None
+    assert directive.error is not None
+    assert directive.error.startswith(error)
+    assert not directive.suppresses("IL201")
+
+
+@pytest.mark.parametrize("comment", ["# a comment", "# type: ignore", "# noq a", ""])
+def test_a_comment_without_a_directive_has_none(comment: str) -> None:
+    assert parse_noqa(comment) is None
+
+
+def test_a_listed_code_suppresses_itself_and_the_codes_it_prefixes() -> None:
+    directive = parse_noqa("# noqa: IL1, IL201")
+    assert directive is not None
+    assert [directive.suppresses(c) for c in ("IL101", "IL104", "IL201", "IL301")] == [
+        True,
+        True,
+        True,
+        False,
+    ]
+
+
+SUPPRESSIONS = (
+    "import asyncio\n"
+    'A = asyncio.Lock(); s = "# noqa"\n'
+    "B = asyncio.Lock()  # noqa: IL\n"
+    "C = asyncio.Lock()  # noqanything\n"
+    "D = asyncio.Lock()  # noqa: IL201\n"
+    'E = asyncio.Lock(); s = """\n'
+    'text  # noqa"""; F = asyncio.Lock()\n'
+    "G = asyncio.Lock()  # noqa\n"
+    'H = asyncio.Lock(); s = "# noqa: IL101"  # noqa: IL2\n'
+)
+
+
+def _suppressed_rows(source: str) -> list[int]:
+    lines = LINE_BREAK.split(source)
+    suppressions = Suppressions(cst.parse_module(source), lines)
+    return [row for row in range(1, len(lines) + 1) if suppressions.suppresses("IL201", row)]
+
+
+def test_only_a_real_comment_suppresses_a_finding() -> None:
+    assert _suppressed_rows(SUPPRESSIONS) == [5, 8, 9]
+
+
+def test_code_the_tokenizer_rejects_falls_back_to_libcsts_comments(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def newer_syntax(readline: object) -> None:
+        raise SyntaxError("newer than the running interpreter")
+
+    monkeypatch.setattr(tokenize, "generate_tokens", newer_syntax)
+    assert _suppressed_rows(SUPPRESSIONS) == [5, 8, 9]
+
+
+def test_suppressions_count_only_python_line_breaks() -> None:
+    source = "import asyncio\r\x0c\rA = asyncio.Lock()  # noqa: IL201\r\n"
+    assert _suppressed_rows(source) == [3]
+
+
+@pytest.mark.parametrize(
+    ("source_line", "written"),
+    [
+        ("L = asyncio.Lock()  # noqa: IL", "# noqa: IL"),
+        ("L = asyncio.Lock()  # why # noqanything", "# noqanything"),
+        ("L = asyncio.Lock()  # noqa: IL201x reason", "# noqa: IL201x reason"),
+    ],
+)
+def test_a_line_with_an_invalid_directive_is_reported_not_given_a_second_one(
+    tmp_path: Path, source_line: str, written: str
+) -> None:
+    path = tmp_path / "a.py"
+    text = f"import asyncio\n{source_line}\n".encode()
+    path.write_bytes(text)
+    [line] = add_noqa([_finding(path, 2, source_line)]).unsuppressed
+    assert line.reason.startswith(f"its comment has an invalid directive {written!r} (expected ")
+    assert line.reason.endswith(
+        "which suppresses nothing, and a directive added after it would be ignored too (only "
+        "the first in a comment counts, as in ruff); correct it, then run --add-noqa again"
+    )
+    assert path.read_bytes() == text
+
+
+@pytest.mark.parametrize(
+    ("source_line", "expected"),
+    [
+        pytest.param(
+            "L = asyncio.Lock()  # noqa : E501 # why",
+            "L = asyncio.Lock()  # noqa: E501, IL201 # why",
+            id="space-before-the-colon-and-a-comment-after",
+        ),
+        pytest.param(
+            "L = asyncio.Lock()  # noqa: E501 # noqa: IL101",
+            "L = asyncio.Lock()  # noqa: E501, IL201 # noqa: IL101",
+            id="only-the-first-directive-counts",
+        ),
+        pytest.param(
+            'L = asyncio.Lock(); S = "# noqa: E501"  # why',
+            'L = asyncio.Lock(); S = "# noqa: E501"  # why  # noqa: IL201',
+            id="directive-text-in-a-string-before-a-comment",
+        ),
+    ],
+)
+def test_add_noqa_merges_into_the_directive_ruff_reads(
+    tmp_path: Path, source_line: str, expected: str
+) -> None:
+    path = tmp_path / "a.py"
+    path.write_text(f"import asyncio\n{source_line}\n", encoding="utf-8")
+    assert add_noqa([_finding(path, 2, source_line)]).added == 1
+    assert path.read_text(encoding="utf-8") == f"import asyncio\n{expected}\n"
 
 
 def _finding(path: Path, row: int, source_line: str) -> Finding:

@@ -50,7 +50,8 @@ def test_parse_error_exits_2_and_other_files_are_still_linted(
     put(project, "b.py", "import asyncio\ndef f(:\n")
     assert lint_main(["--no-cache", "--format", "json"]) == 2
     out, err = capsys.readouterr()
-    assert [item["code"] for item in json.loads(out)] == ["IL201"]
+    # As in ruff's JSON, the file that does not parse is listed too.
+    assert [item["code"] for item in json.loads(out)] == ["IL201", "invalid-syntax"]
     assert err.splitlines() == [
         "b.py:2:7: error: cannot parse: invalid syntax",
         "Found 1 finding (2 files checked).",
@@ -205,9 +206,26 @@ def test_statistics_prints_counts(project: Path, capsys: pytest.CaptureFixture[s
     assert capsys.readouterr().out == "    2\tIL201\tasyncio-primitive-in-init\n"
 
 
+def test_statistics_in_json_have_ruffs_fields(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    put(project, "a.py", PRIMITIVE * 2)
+    assert lint_main(["--no-cache", "--statistics", "--format", "json"]) == 1
+    assert json.loads(capsys.readouterr().out) == [
+        {
+            "code": "IL201",
+            "name": "asyncio-primitive-in-init",
+            "count": 2,
+            "fixable": False,
+            "fixable_count": 0,
+        }
+    ]
+
+
 def test_github_format_prints_annotations(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    (project / ".git").mkdir()  # paths are relative to the repository, else absolute
     put(project, "a.py", PRIMITIVE)
     assert lint_main(["--no-cache", "--format", "github"]) == 1
     out = capsys.readouterr().out
@@ -253,3 +271,133 @@ def test_broken_pyproject_with_our_table_is_reported_not_skipped(
     path = str(project / "pyproject.toml")
     assert err.startswith(f"interlace lint: error: config file {path!r} is not valid TOML: ")
     assert err.endswith("; fix the syntax\n")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--extend-exclude", "build\\"],
+            "invalid glob 'build\\\\' in --extend-exclude from the command line: it ends with a "
+            "backslash, which escapes nothing (paths take forward slashes, e.g. 'build/'); "
+            "write a gitignore-style glob relative to the project root, e.g. 'build', "
+            "'tests/fixtures/**' or '*_pb2.py'",
+        ),
+        (
+            ["--per-file-ignores", "[z-a]:IL201"],
+            "invalid glob '[z-a]' in --per-file-ignores from the command line: it has an invalid "
+            "character class (bad character range z-a); write a gitignore-style glob relative "
+            "to the project root, e.g. 'build', 'tests/fixtures/**' or '*_pb2.py'",
+        ),
+    ],
+)
+def test_an_invalid_glob_flag_exits_2_naming_it(
+    project: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    put(project, "a.py", PRIMITIVE)
+    assert lint_main(["--no-cache", *argv]) == 2
+    assert capsys.readouterr().err == f"interlace lint: error: {message}\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag"),
+    [
+        (["--select", ""], "--select"),
+        (["--select", ","], "--select"),
+        (["--select", "IL2,"], "--select"),
+        (["--ignore", "IL2,"], "--ignore"),
+        (["--extend-select", ""], "--extend-select"),
+        (["--per-file-ignores", "tests/**:IL201,"], "--per-file-ignores"),
+    ],
+)
+def test_an_empty_rule_selector_exits_2(
+    project: Path, capsys: pytest.CaptureFixture[str], argv: list[str], flag: str
+) -> None:
+    codes = ", ".join(r.code for r in all_rules())
+    put(project, "a.py", PRIMITIVE)
+    assert lint_main(["--no-cache", *argv]) == 2
+    assert capsys.readouterr().err == (
+        f"interlace lint: error: unknown rule selector '' in {flag} from the command line (an "
+        "empty selector comes from an empty value or a stray comma, as in 'IL2,'; it would "
+        f"select no rule): expected a prefix of one of {codes} (for example 'IL', 'IL1' or "
+        "'IL201')\n"
+    )
+
+
+TWO_RULES = PRIMITIVE + (
+    "class A:\n    async def get(self, key):\n        if key not in self.cache:\n"
+    "            self.cache[key] = await fetch(key)\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--select", "IL2", "--select", "IL101"], ["IL101", "IL201"]),
+        (["--select", "IL2", "--ignore", "IL201", "--ignore", "IL101"], []),
+        (
+            ["--select", "IL3", "--extend-select", "IL2", "--extend-select", "IL101"],
+            ["IL101", "IL201"],
+        ),
+    ],
+)
+def test_repeated_selection_flags_accumulate(
+    project: Path, capsys: pytest.CaptureFixture[str], argv: list[str], expected: list[str]
+) -> None:
+    put(project, "a.py", TWO_RULES)
+    lint_main(["--no-cache", "--format", "json", *argv])
+    assert sorted(item["code"] for item in json.loads(capsys.readouterr().out)) == expected
+
+
+@pytest.mark.parametrize(
+    ("config", "argv", "expected"),
+    [
+        pytest.param('select = ["IL101", "IL201"]', ["--ignore", "IL2"], ["IL101"], id="ignore"),
+        pytest.param('extend-select = ["IL102"]', ["--ignore", "IL"], [], id="ignore-opt-in"),
+        pytest.param(
+            'ignore = ["IL2"]', ["--extend-select", "IL201"], ["IL101", "IL201"], id="extend"
+        ),
+        pytest.param('ignore = ["IL201"]', ["--select", "IL2"], ["IL201"], id="select"),
+    ],
+)
+def test_selection_flags_are_a_layer_over_the_configuration(
+    project: Path,
+    capsys: pytest.CaptureFixture[str],
+    config: str,
+    argv: list[str],
+    expected: list[str],
+) -> None:
+    put(project, "pyproject.toml", f"[tool.interlace.lint]\n{config}\n")
+    put(project, "a.py", TWO_RULES + OPT_IN_SOURCES["IL102"])
+    lint_main(["--no-cache", "--format", "json", *argv])
+    assert sorted({item["code"] for item in json.loads(capsys.readouterr().out)}) == expected
+
+
+def test_a_misspelt_table_exits_2(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    put(project, "pyproject.toml", '[tool.interlace.lnt]\nselect = ["IL1"]\n')
+    put(project, "a.py", PRIMITIVE)
+    assert lint_main(["--no-cache"]) == 2
+    assert capsys.readouterr().err == (
+        f"interlace lint: error: unknown table [tool.interlace.lnt] in "
+        f"{project / 'pyproject.toml'}: interlace reads only [tool.interlace.lint] under "
+        "[tool.interlace]; did you mean [tool.interlace.lint]?\n"
+    )
+
+
+def test_a_named_excluded_directory_is_linted(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    put(project, "build/b.py", PRIMITIVE)
+    assert lint_main(["--no-cache", "build"]) == 1
+    assert lint_main(["--no-cache", "--force-exclude", "build"]) == 0
+
+
+def test_a_run_that_finds_no_python_file_warns_like_ruff(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    put(project, "notes.txt", "not python\n")
+    assert lint_main(["--no-cache"]) == 0
+    err = capsys.readouterr().err
+    assert err.splitlines()[0] == (
+        "interlace lint: warning: No Python files found under the given path(s)"
+    )

@@ -8,7 +8,13 @@ import pytest
 
 from interlace.errors import ConfigError
 from interlace.linters import LintConfig, find_config, load_config
-from interlace.linters._config import DEFAULT_EXCLUDE, selected_codes
+from interlace.linters._config import (
+    DEFAULT_EXCLUDE,
+    RuleSelection,
+    layer_selection,
+    resolve_selection,
+    selected_codes,
+)
 
 CODES = ("IL101", "IL102", "IL201", "IL301", "IL302", "IL303")
 
@@ -211,3 +217,212 @@ def test_an_opt_in_code_is_selected_only_by_its_full_code(
         selected_codes(codes, select=select, extend_select=extend, ignore=ignore, opt_in={"IL104"})
         == expected
     )
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            'exclude = ["build\\\\"]',
+            "invalid glob 'build\\\\' in exclude in {path} [tool.interlace.lint]: it ends with a "
+            "backslash, which escapes nothing (paths take forward slashes, e.g. 'build/'); "
+            "write a gitignore-style glob relative to the project root, e.g. 'build', "
+            "'tests/fixtures/**' or '*_pb2.py'",
+        ),
+        (
+            'extend-exclude = ["gen/[z-a].py"]',
+            "invalid glob 'gen/[z-a].py' in extend-exclude in {path} [tool.interlace.lint]: it "
+            "has an invalid character class (bad character range z-a); write a gitignore-style "
+            "glob relative to the project root, e.g. 'build', 'tests/fixtures/**' or '*_pb2.py'",
+        ),
+        (
+            'per-file-ignores = { "[z-a]" = ["IL201"] }',
+            "invalid glob '[z-a]' in per-file-ignores in {path} [tool.interlace.lint]: it has an "
+            "invalid character class (bad character range z-a); write a gitignore-style glob "
+            "relative to the project root, e.g. 'build', 'tests/fixtures/**' or '*_pb2.py'",
+        ),
+        (
+            'per-file-ignores = { "!" = ["IL201"] }',
+            "invalid glob '!' in per-file-ignores in {path} [tool.interlace.lint]: an empty glob "
+            "matches no path; write a gitignore-style glob relative to the project root, e.g. "
+            "'build', 'tests/fixtures/**' or '*_pb2.py'",
+        ),
+        (
+            'exclude = ["#gen"]',
+            "invalid glob '#gen' in exclude in {path} [tool.interlace.lint]: a leading '#' makes "
+            "it a comment, which matches no path (escape the '#' with a backslash for a name "
+            "that starts with one); write a gitignore-style glob relative to the project root, "
+            "e.g. 'build', 'tests/fixtures/**' or '*_pb2.py'",
+        ),
+        (
+            'select = ["IL2", ""]',
+            "unknown rule selector '' in select in {path} [tool.interlace.lint] (an empty "
+            "selector comes from an empty value or a stray comma, as in 'IL2,'; it would select "
+            "no rule): expected a prefix of one of {codes} (for example 'IL', 'IL1' or 'IL201')",
+        ),
+    ],
+)
+def test_invalid_globs_and_empty_selectors_are_config_errors(
+    tmp_path: Path, body: str, message: str
+) -> None:
+    from interlace.linters.rules import all_rules
+
+    path = write(tmp_path, f"[tool.interlace.lint]\n{body}\n")
+    codes = ", ".join(r.code for r in all_rules())
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value) == message.replace("{path}", str(path)).replace("{codes}", codes)
+
+
+def test_a_negated_per_file_ignores_glob_is_accepted(tmp_path: Path) -> None:
+    path = write(tmp_path, '[tool.interlace.lint]\nper-file-ignores = { "!tests/**" = ["IL2"] }\n')
+    assert load_config(path).per_file_ignores == (("!tests/**", ("IL2",)),)
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            '[tool.interlace.lnt]\nselect = ["IL1"]\n',
+            "unknown table [tool.interlace.lnt] in {path}: interlace reads only "
+            "[tool.interlace.lint] under [tool.interlace]; did you mean [tool.interlace.lint]?",
+        ),
+        (
+            "[tool.interlace.explore]\nseed = 1\n",
+            "unknown table [tool.interlace.explore] in {path}: interlace reads only "
+            "[tool.interlace.lint] under [tool.interlace]; remove it",
+        ),
+        (
+            '[tool.interlace]\nselect = ["IL1"]\n',
+            "'select' is set directly under [tool.interlace] in {path}; lint settings go in "
+            "[tool.interlace.lint]: move it under a [tool.interlace.lint] header",
+        ),
+        (
+            "[tool.interlace]\nfoo = 1\n",
+            "unknown key 'foo' in {path} [tool.interlace]: interlace reads only "
+            "[tool.interlace.lint] under [tool.interlace]; remove it",
+        ),
+        (
+            "[tool.interlace]\nlint = 3\n",
+            "invalid [tool.interlace.lint] in {path}: 3; expected a table of settings, e.g. "
+            '[tool.interlace.lint] then select = ["IL"]',
+        ),
+        (
+            "[tool]\ninterlace = 3\n",
+            "invalid [tool.interlace] in {path}: 3; expected a table, with the lint settings in "
+            '[tool.interlace.lint], e.g. [tool.interlace.lint] then select = ["IL"]',
+        ),
+    ],
+)
+def test_anything_but_the_lint_table_under_tool_interlace_is_a_config_error(
+    tmp_path: Path, body: str, message: str
+) -> None:
+    path = write(tmp_path, body)
+    assert find_config(tmp_path) == path
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value) == message.replace("{path}", str(path))
+
+
+def test_find_config_stops_at_a_misspelt_table_instead_of_using_a_parent(tmp_path: Path) -> None:
+    write(tmp_path, "[tool.interlace.lint]\n")
+    inner = tmp_path / "pkg"
+    inner.mkdir()
+    (inner / "pyproject.toml").write_text("[tool.interlace.lnt]\n", encoding="utf-8")
+    assert find_config(inner) == inner / "pyproject.toml"
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        (">=3.9", (3, 9)),
+        ("~=3.9", (3, 9)),
+        ("==3.9.*", (3, 9)),
+        (">3.8", (3, 8)),
+        (">=3.9,<4", (3, 9)),
+        (">= 3.10.2", (3, 10)),
+        (">=3.8,!=3.8.*", (3, 9)),
+        (">=3.5", (3, 7)),
+        ("<3.12", (3, 7)),
+        (">=4", (3, 11)),
+    ],
+)
+def test_target_version_is_the_lowest_minor_requires_python_admits(
+    tmp_path: Path, spec: str, expected: tuple[int, int]
+) -> None:
+    path = write(tmp_path, f'[project]\nrequires-python = "{spec}"\n[tool.interlace.lint]\n')
+    assert load_config(path).target_version == expected
+
+
+def test_unparseable_requires_python_is_a_config_error(tmp_path: Path) -> None:
+    path = write(tmp_path, '[project]\nrequires-python = "^3.9"\n[tool.interlace.lint]\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value) == (
+        f"invalid requires-python '^3.9' in {path} [project]: expected a PEP 440 version "
+        "specifier, from which interlace lint takes the target version when "
+        '[tool.interlace.lint] sets none; write e.g. requires-python = ">=3.11", or set '
+        'target-version = "py311" in [tool.interlace.lint]'
+    )
+
+
+def test_target_version_wins_over_an_unparseable_requires_python(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        '[project]\nrequires-python = "^3.9"\n[tool.interlace.lint]\ntarget-version = "py39"\n',
+    )
+    assert load_config(path).target_version == (3, 9)
+
+
+@pytest.mark.parametrize(
+    ("layers", "expected"),
+    [
+        pytest.param(
+            [RuleSelection(("IL101", "IL201")), RuleSelection(ignore=("IL2",))],
+            ("IL101",),
+            id="a later ignore drops a code an earlier layer selected in full",
+        ),
+        pytest.param(
+            [RuleSelection(("IL",), extend_select=("IL102",)), RuleSelection(ignore=("IL",))],
+            (),
+            id="a later ignore drops an opt-in code an earlier layer enabled",
+        ),
+        pytest.param(
+            [RuleSelection(("IL",), ignore=("IL201",)), RuleSelection(("IL2",))],
+            ("IL201",),
+            id="a later select starts over: the earlier ignore no longer applies",
+        ),
+        pytest.param(
+            [RuleSelection(("IL",), ignore=("IL2",)), RuleSelection(extend_select=("IL201",))],
+            ("IL101", "IL201", "IL301", "IL302", "IL303"),
+            id="a later extend-select re-enables a code an earlier layer ignored",
+        ),
+        pytest.param(
+            [RuleSelection(("IL",)), RuleSelection(extend_select=("IL201",), ignore=("IL2",))],
+            ("IL101", "IL201", "IL301", "IL302", "IL303"),
+            id="within a layer the more specific selector wins",
+        ),
+        pytest.param(
+            [RuleSelection(("IL",)), RuleSelection(extend_select=("IL2",), ignore=("IL201",))],
+            ("IL101", "IL301", "IL302", "IL303"),
+            id="within a layer a more specific ignore wins",
+        ),
+        pytest.param(
+            [RuleSelection((), ignore=("IL3",)), RuleSelection(("IL",))],
+            ("IL101", "IL201"),
+            id="an empty select passes its ignores on to the next layer",
+        ),
+    ],
+)
+def test_selection_layers_resolve_as_in_ruff(
+    layers: list[RuleSelection], expected: tuple[str, ...]
+) -> None:
+    codes = ("IL101", "IL102", "IL201", "IL301", "IL302", "IL303")
+    assert resolve_selection(codes, layers, opt_in={"IL102"}) == expected
+
+
+def test_layer_selection_lists_the_enabled_codes_in_full(tmp_path: Path) -> None:
+    config = LintConfig(root=tmp_path, select=("IL101", "IL201"))
+    layered = layer_selection(config, RuleSelection(ignore=("IL2",)))
+    assert (layered.select, layered.extend_select, layered.ignore) == (("IL101",), (), ())
+    assert layer_selection(config, RuleSelection()) is config

@@ -12,7 +12,7 @@ from interlace.linters import LintConfig, lint_paths
 from interlace.linters import _run as _run_module
 from interlace.linters._cache import CACHE_DIR
 from interlace.linters._engine import FileResult
-from interlace.linters._files import collect_files
+from interlace.linters._files import collect_files, per_file_matcher
 from interlace.linters._rule import LintContext
 
 PRIMITIVE = "import asyncio\nLOCK = asyncio.Lock()\n"
@@ -187,3 +187,157 @@ def test_a_worker_that_dies_costs_only_its_file(
     result = lint_paths(["."], config=config_for(tmp_path), jobs=2, use_cache=False)
     assert len(result.findings) == 20
     assert [(e.filename, e.kind) for e in result.errors] == [("poison.py", "internal")]
+
+
+def test_gitignore_lines_pathspec_rejects_are_skipped_as_git_skips_them(tmp_path: Path) -> None:
+    tree(
+        tmp_path,
+        {".gitignore": "!\nfoo\\\n[z-a].py\ngen.py\n", "gen.py": "", "foo.py": "", "a.py": ""},
+    )
+    fileset = collect_files([tmp_path], root=tmp_path)
+    assert names(tmp_path, fileset.files) == ["a.py", "foo.py"]
+
+
+def test_an_invalid_exclude_glob_is_a_config_error(tmp_path: Path) -> None:
+    from interlace.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"^invalid glob 'build\\\\' in exclude: it ends with"):
+        collect_files([tmp_path], root=tmp_path, exclude=["build\\"])
+
+
+def test_a_directory_that_cannot_be_read_is_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree(tmp_path, {"ok.py": "", "locked/a.py": ""})
+    locked = tmp_path / "locked"
+    scandir = os.scandir
+
+    def refusing(path: str) -> object:
+        if Path(path) == locked:
+            raise PermissionError(13, "Permission denied", path)
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", refusing)
+    fileset = collect_files([tmp_path], root=tmp_path)
+    assert names(tmp_path, fileset.files) == ["ok.py"]
+    assert fileset.unreadable == [(str(locked), "cannot read directory: Permission denied")]
+    assert fileset.missing == []
+
+
+def git_work_tree(root: Path, files: dict[str, str]) -> None:
+    tree(root, {".git/HEAD": "ref: refs/heads/main\n", **files})
+
+
+def test_gitignore_files_apply_from_the_work_tree_root_whatever_the_project_root(
+    tmp_path: Path,
+) -> None:
+    git_work_tree(
+        tmp_path,
+        {
+            ".gitignore": "local.py\n",
+            ".git/info/exclude": "generated/\n",
+            "backend/app/real.py": "",
+            "backend/app/local.py": "",
+            "backend/app/generated/g.py": "",
+        },
+    )
+    for root in (tmp_path, tmp_path / "backend"):
+        fileset = collect_files([tmp_path / "backend"], root=root)
+        assert names(tmp_path, fileset.files) == ["backend/app/real.py"]
+
+
+def test_info_exclude_of_a_linked_worktree_is_read_from_the_common_git_dir(
+    tmp_path: Path,
+) -> None:
+    git_work_tree(
+        tmp_path / "main",
+        {".git/info/exclude": "scratch.py\n", ".git/worktrees/wt/commondir": "../..\n"},
+    )
+    tree(
+        tmp_path / "wt",
+        {".git": f"gitdir: {tmp_path / 'main/.git/worktrees/wt'}\n", "a.py": "", "scratch.py": ""},
+    )
+    fileset = collect_files([], root=tmp_path / "wt")
+    assert names(tmp_path / "wt", fileset.files) == ["a.py"]
+
+
+@pytest.mark.parametrize(
+    ("files", "exclude"),
+    [
+        pytest.param({}, ["build"], id="exclude"),
+        pytest.param({".gitignore": "build/\n"}, [], id="gitignore"),
+    ],
+)
+def test_a_named_directory_is_walked_though_excluded_and_patterns_apply_below_it(
+    tmp_path: Path, files: dict[str, str], exclude: list[str]
+) -> None:
+    tree(
+        tmp_path,
+        {
+            **files,
+            "build/b.py": "",
+            "build/sub/c.py": "",
+            "build/sub/build/d.py": "",
+            "build/__pycache__/e.py": "",
+        },
+    )
+    exclude = [*exclude, "__pycache__"]
+    fileset = collect_files([tmp_path / "build"], root=tmp_path, exclude=exclude)
+    assert names(tmp_path, fileset.files) == ["build/b.py", "build/sub/c.py"]
+    forced = collect_files([tmp_path / "build"], root=tmp_path, exclude=exclude, force_exclude=True)
+    assert forced.files == []
+    assert collect_files([tmp_path], root=tmp_path, exclude=exclude).files == []
+
+
+def test_a_file_reached_twice_is_linted_once_under_its_first_spelling(tmp_path: Path) -> None:
+    tree(tmp_path, {"src/a.py": ""})
+    (tmp_path / "link.py").symlink_to(tmp_path / "src" / "a.py")
+    again = os.path.join(tmp_path, "src", "..", "src", "a.py")
+    fileset = collect_files([again, tmp_path / "src" / "a.py", tmp_path], root=tmp_path)
+    assert [os.fspath(p) for p in fileset.files] == [again]
+
+
+def test_the_walk_collects_stub_files(tmp_path: Path) -> None:
+    tree(tmp_path, {"pkg/a.py": "", "pkg/a.pyi": "", "pkg/notes.txt": ""})
+    fileset = collect_files([tmp_path], root=tmp_path)
+    assert names(tmp_path, fileset.files) == ["pkg/a.py", "pkg/a.pyi"]
+
+
+@pytest.mark.parametrize(
+    ("glob", "expected"),
+    [("tests/**", ["tests/test_a.py"]), ("!tests/**", ["src/a.py", "setup.py"])],
+)
+def test_a_negated_per_file_glob_matches_the_files_the_rest_does_not(
+    glob: str, expected: list[str]
+) -> None:
+    match = per_file_matcher(glob)
+    assert [p for p in ("src/a.py", "setup.py", "tests/test_a.py") if match(p)] == expected
+
+
+def test_negated_per_file_ignores_apply_to_the_other_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    tree(tmp_path, {"src/a.py": PRIMITIVE, "tests/test_a.py": PRIMITIVE})
+    config = config_for(tmp_path, per_file_ignores=(("!tests/**", ("IL2",)),))
+    result = lint_paths(["."], config=config, use_cache=False)
+    assert [f.filename for f in result.findings] == ["tests/test_a.py"]
+
+
+def test_an_unreadable_directory_is_an_io_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    tree(tmp_path, {"ok.py": "", "locked/a.py": ""})
+    scandir = os.scandir
+
+    def refusing(path: str) -> object:
+        if Path(path).name == "locked":
+            raise PermissionError(13, "Permission denied", path)
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", refusing)
+    result = lint_paths(["."], config=config_for(tmp_path), use_cache=False)
+    assert [(e.filename, e.message, e.kind) for e in result.errors] == [
+        ("locked", "cannot read directory: Permission denied", "io")
+    ]

@@ -83,6 +83,26 @@ def test_flake8_runs_an_opt_in_rule_only_when_named_in_full(
     assert codes == [[], [code]]
 
 
+def test_the_documented_flake8_commands_report_a_file_that_does_not_parse(tmp_path: Path) -> None:
+    pytest.importorskip("flake8")
+    docs = (ROOT / "docs" / "lint.md").read_text(encoding="utf-8")
+    section = docs.split("\n## flake8\n", 1)[1].split("\n## ", 1)[0]
+    commands = [line.split() for line in section.split("```\n")[1].splitlines()]
+    (tmp_path / "broken.py").write_text("def f(:\n", encoding="utf-8")
+    assert len(commands) == 3
+    for command in commands:
+        assert (command[0], command[-1]) == ("flake8", "src/")
+        proc = subprocess.run(
+            [sys.executable, "-m", "flake8", "--isolated", *command[1:-1], "broken.py"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert (proc.returncode, proc.stdout.split()[1]) == (1, "E999"), command
+
+
 def test_flake8_bad_target_version_is_a_message_not_a_traceback(tmp_path: Path) -> None:
     pytest.importorskip("flake8")
     proc = flake8(tmp_path, "--interlace-target-version", "39")

@@ -1,20 +1,25 @@
 """The result cache under ``<root>/.interlace_cache/``.
 
-One JSON index per (interlace version, rule-code fingerprint, target version, shared classes),
-holding at most 20,000 entries (least recently used dropped first),
+One JSON index per (interlace version, rule-code fingerprint, Python and libcst versions, target
+version, shared classes), holding at most 20,000 entries (least recently used dropped first),
 mapping ``<sha256 of the file's bytes>:<enabled codes>`` to that file's findings and errors without
 the filename, so a renamed or moved file still hits. The rule-code fingerprint (size and mtime of
-the linter's own modules) keeps an editable install from serving results of older rule code.
+the linter's own modules) keeps an editable install from serving results of older rule code; the
+Python version is in the key because what parses depends on it (a file no rule needs is checked
+with the running interpreter's parser), and libcst's version because its grammar decides the rest.
 Internal errors are never cached. Writes are atomic (temp file + ``os.replace``); a cache that
-cannot be read or written is silently bypassed: it only costs time.
+cannot be read or written is silently bypassed: it only costs time. An entry of the wrong shape
+(a damaged or hand-edited index) is a miss, so the file is linted again and the entry rewritten.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.metadata
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -63,6 +68,58 @@ def _encode(result: FileResult) -> dict[str, Any]:
     }
 
 
+def _is_int(value: object) -> bool:
+    return type(value) is int  # not a bool, which JSON keeps apart and int() would accept
+
+
+def _is_span(values: list[Any]) -> bool:
+    return all(_is_int(v) and v >= 0 for v in values)
+
+
+def _is_finding(row: object) -> bool:
+    if not (isinstance(row, list) and len(row) == 8):
+        return False
+    code, message, *span, related, source_line = row
+    return (
+        isinstance(code, str)
+        and isinstance(message, str)
+        and _is_span(span)
+        and isinstance(related, list)
+        and all(
+            isinstance(rel, list)
+            and len(rel) == 5
+            and _is_span(rel[:4])
+            and isinstance(rel[4], str)
+            for rel in related
+        )
+        and isinstance(source_line, str)
+    )
+
+
+def _is_error(row: object) -> bool:
+    return (
+        isinstance(row, list)
+        and len(row) == 4
+        and _is_span(row[:2])
+        and all(isinstance(v, str) for v in row[2:])
+    )
+
+
+def _is_entry(entry: object) -> bool:
+    """Whether ``entry`` has the shape ``_encode`` writes, down to every field's type."""
+    return (
+        isinstance(entry, dict)
+        and entry.keys() == {"f", "e", "n", "p"}
+        and isinstance(entry["f"], list)
+        and all(_is_finding(row) for row in entry["f"])
+        and isinstance(entry["e"], list)
+        and all(_is_error(row) for row in entry["e"])
+        and _is_int(entry["n"])
+        and entry["n"] >= 0
+        and isinstance(entry["p"], bool)
+    )
+
+
 def _decode(entry: dict[str, Any], filename: str) -> FileResult:
     findings = tuple(
         Finding(
@@ -82,6 +139,16 @@ def _decode(entry: dict[str, Any], filename: str) -> FileResult:
     return FileResult(filename, findings, errors, entry["n"], entry["p"], cached=True)
 
 
+def _runtime() -> str:
+    """The interpreter and parser versions that results depend on."""
+    try:
+        libcst = importlib.metadata.version("libcst")
+    except importlib.metadata.PackageNotFoundError:
+        libcst = "?"
+    major, minor = sys.version_info[:2]
+    return f"{sys.implementation.name}-{major}.{minor}|libcst-{libcst}"
+
+
 class ResultCache:
     """Per-run view of one cache index; ``save()`` writes it back if anything changed.
 
@@ -91,7 +158,8 @@ class ResultCache:
     def __init__(self, root: Path, settings: str) -> None:
         from interlace import __version__
 
-        digest = hashlib.sha256(f"{settings}|{_code_fingerprint()}".encode()).hexdigest()[:16]
+        key = f"{settings}|{_code_fingerprint()}|{_runtime()}"
+        digest = hashlib.sha256(key.encode()).hexdigest()[:16]
         self.directory = root / CACHE_DIR
         self.path = self.directory / f"{__version__}-{digest}.json"
         self._entries: dict[str, dict[str, Any]] = {}
@@ -109,11 +177,14 @@ class ResultCache:
         entry = self._entries.get(key)
         if entry is None:
             return None
-        self._touched.add(key)
-        try:
-            return _decode(entry, filename)
-        except (KeyError, TypeError, ValueError):
+        if not _is_entry(entry):
+            # The caller lints the file and ``put`` rewrites the entry; dropping it here also
+            # heals the index when the new result is not cacheable.
+            del self._entries[key]
+            self._dirty = True
             return None
+        self._touched.add(key)
+        return _decode(entry, filename)
 
     def put(self, key: str, result: FileResult) -> None:
         """Remember ``result`` unless it carries an internal error."""

@@ -4,11 +4,13 @@ Keys (kebab-case, as in ruff): ``select``, ``extend-select``, ``ignore``, ``per-
 ``exclude``, ``extend-exclude``, ``target-version``, ``shared-classes``, ``task-shared-classes``,
 ``sharing``, ``instance-primitives``, ``respect-gitignore``.
 Every bad value raises :class:`~interlace.errors.ConfigError` naming the key, the value, the file
-and what to write instead.
+and what to write instead; so does anything else under ``[tool.interlace]``, which holds only the
+``lint`` table.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 import tomllib
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -16,17 +18,23 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from interlace.errors import ConfigError
+from interlace.linters._files import glob_error
 from interlace.linters._sharing import SHARING, check_class_patterns
 
 __all__ = (
     "DEFAULT_EXCLUDE",
     "INSTANCE_PRIMITIVES",
     "LintConfig",
+    "RuleSelection",
     "check_declared",
+    "check_globs",
+    "check_selectors",
     "find_config",
+    "layer_selection",
     "load_config",
     "opt_in_codes",
     "parse_target_version",
+    "resolve_selection",
     "selected_codes",
 )
 
@@ -56,6 +64,8 @@ DEFAULT_EXCLUDE: tuple[str, ...] = (
 )
 """Directory names never walked into (explicitly named files are still linted)."""
 
+_TABLES = ("lint",)
+"""The tables under ``[tool.interlace]``; nothing else in interlace reads that table."""
 _KEYS = (
     "select",
     "extend-select",
@@ -76,7 +86,7 @@ created per instance only with evidence in the file that the object outlives one
 or always."""
 _SELECTOR = re.compile(r"^(IL[0-9]{0,3}|ALL)$")
 _VERSION = re.compile(r"^py3([0-9]{1,2})$")
-_REQUIRES = re.compile(r">=\s*3\.([0-9]{1,2})")
+_OLDEST_TARGET = 7
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,8 +144,19 @@ def parse_target_version(value: object, *, where: str) -> tuple[int, int]:
     return (3, int(match.group(1)))
 
 
+def _interlace_table(data: Mapping[str, object]) -> object:
+    """``[tool.interlace]`` of a parsed pyproject.toml, or ``None``."""
+    tool = data.get("tool")
+    return tool.get("interlace") if isinstance(tool, dict) else None
+
+
 def find_config(start: Path) -> Path | None:
-    """Return the nearest ``pyproject.toml`` with a ``[tool.interlace.lint]`` table, walking up."""
+    """Return the nearest ``pyproject.toml`` with a ``[tool.interlace]`` table, walking up.
+
+    Any ``[tool.interlace]`` table counts, not only a well-formed ``[tool.interlace.lint]``: a
+    misspelt table is the user's configuration, to be reported by :func:`load_config` rather
+    than skipped for a file further up.
+    """
     for directory in (start, *start.parents):
         candidate = directory / "pyproject.toml"
         if candidate.is_file():
@@ -150,7 +171,7 @@ def find_config(start: Path) -> Path | None:
                 if "tool.interlace" in text:
                     return candidate
                 continue
-            if isinstance(data.get("tool", {}).get("interlace", {}).get("lint"), dict):
+            if _interlace_table(data) is not None:
                 return candidate
     return None
 
@@ -167,8 +188,11 @@ def _codes(value: object, key: str, where: str) -> tuple[str, ...]:
 def check_selectors(values: Iterable[str], *, key: str, where: str) -> tuple[str, ...]:
     """Validate code prefixes (``IL``, ``IL1``, ``IL201``, ``ALL``) and return them upper-cased.
 
+    An empty selector is refused like any unknown one, as in ruff: it selects no rule, so
+    ``--select IL2,`` or ``--select ""`` would otherwise quietly mean something else.
+
     Raises:
-        ConfigError: a prefix is malformed or matches no registered rule.
+        ConfigError: a prefix is empty, malformed or matches no registered rule.
     """
     from interlace.linters.rules import all_rules
 
@@ -180,11 +204,50 @@ def check_selectors(values: Iterable[str], *, key: str, where: str) -> tuple[str
             out.append("IL")
             continue
         if not _SELECTOR.match(selector) or not any(c.startswith(selector) for c in codes):
+            hint = (
+                " (an empty selector comes from an empty value or a stray comma, as in "
+                "'IL2,'; it would select no rule)"
+                if not selector
+                else ""
+            )
             raise ConfigError(
-                f"unknown rule selector {raw!r} in {key} {where}: expected a prefix of one of "
-                f"{', '.join(codes)} (for example 'IL', 'IL1' or 'IL201')"
+                f"unknown rule selector {raw!r} in {key} {where}{hint}: expected a prefix of "
+                f"one of {', '.join(codes)} (for example 'IL', 'IL1' or 'IL201')"
             )
         out.append(selector)
+    return tuple(out)
+
+
+def check_globs(
+    values: Iterable[str], *, key: str, where: str, negation: bool = False
+) -> tuple[str, ...]:
+    """Validate gitignore-style globs (``exclude``, ``per-file-ignores``) and return them.
+
+    ``negation``: a leading ``!`` negates the glob (``per-file-ignores``, as in ruff); in
+    ``exclude`` it is gitignore's re-inclusion.
+
+    Raises:
+        ConfigError: a glob cannot be compiled, or matches nothing (empty, a ``#`` comment).
+    """
+    out = []
+    for glob in values:
+        body = glob[1:] if negation and glob.startswith("!") else glob
+        if not body.strip():
+            reason: str | None = "an empty glob matches no path"
+        elif body.startswith("#"):
+            reason = (
+                "a leading '#' makes it a comment, which matches no path (escape the '#' with "
+                "a backslash for a name that starts with one)"
+            )
+        else:
+            reason = glob_error(body)
+        if reason is not None:
+            raise ConfigError(
+                f"invalid glob {glob!r} in {key} {where}: {reason}; write a gitignore-style "
+                "glob relative to the project root, e.g. 'build', 'tests/fixtures/**' or "
+                "'*_pb2.py'"
+            )
+        out.append(glob)
     return tuple(out)
 
 
@@ -194,7 +257,7 @@ def _globs(value: object, key: str, where: str) -> tuple[str, ...]:
             f"invalid value for {key!r} {where}: {value!r}; expected a list of glob strings, "
             f'e.g. {key} = ["tests/fixtures/**", "*_pb2.py"]'
         )
-    return tuple(value)
+    return check_globs(value, key=key, where=where)
 
 
 def _per_file_ignores(value: object, where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -203,20 +266,110 @@ def _per_file_ignores(value: object, where: str) -> tuple[tuple[str, tuple[str, 
             f"invalid value for 'per-file-ignores' {where}: {value!r}; expected a table of glob "
             'to code prefixes, e.g. per-file-ignores = { "tests/**" = ["IL201"] }'
         )
+    check_globs(value, key="per-file-ignores", where=where, negation=True)
     return tuple(
         (glob, _codes(codes, f"per-file-ignores.{glob}", where)) for glob, codes in value.items()
     )
 
 
-def _requires_python(data: Mapping[str, object]) -> tuple[int, int] | None:
+def _lowest_minor(spec: str) -> int | None:
+    """The lowest Python 3 minor version a ``requires-python`` specifier admits (``None``: no
+    3.x release at all). Raises ``InvalidSpecifier``.
+
+    A minor version is admitted when one of its releases is: ``>3.8`` admits 3.8.1, so 3.8.
+    Testing each minor's ``.0`` release and the releases around each bound the specifier
+    names is enough, since the admitted releases are intervals between those bounds.
+    """
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    specifiers = SpecifierSet(spec)
+    patches: dict[int, set[int]] = {}
+    for specifier in specifiers:
+        try:
+            release = Version(specifier.version.removesuffix(".*")).release
+        except InvalidVersion:
+            continue
+        if len(release) >= 2 and release[0] == 3:
+            patch = release[2] if len(release) > 2 else 0
+            patches.setdefault(release[1], set()).update((patch, patch + 1))
+    for minor in range(100):
+        candidates = [f"3.{minor}", *(f"3.{minor}.{p}" for p in sorted(patches.get(minor, {0})))]
+        if any(specifiers.contains(candidate) for candidate in candidates):
+            return minor
+    return None
+
+
+def _requires_python(data: Mapping[str, object], path: Path) -> tuple[int, int] | None:
+    """The target version ``[project] requires-python`` implies: its lowest admitted Python 3
+    minor version, at least 3.7 (``None``: not set, or it admits no Python 3).
+
+    Raises:
+        ConfigError: it is not a PEP 440 version specifier (ruff refuses it too).
+    """
+    from packaging.specifiers import InvalidSpecifier
+
     project = data.get("project")
-    if not isinstance(project, dict):
+    if not isinstance(project, dict) or "requires-python" not in project:
         return None
-    spec = project.get("requires-python")
-    if not isinstance(spec, str):
-        return None
-    match = _REQUIRES.search(spec)
-    return (3, int(match.group(1))) if match else None
+    spec = project["requires-python"]
+    try:
+        if not isinstance(spec, str):
+            raise InvalidSpecifier(spec)
+        minor = _lowest_minor(spec)
+    except InvalidSpecifier:
+        raise ConfigError(
+            f"invalid requires-python {spec!r} in {path} [project]: expected a PEP 440 version "
+            "specifier, from which interlace lint takes the target version when "
+            '[tool.interlace.lint] sets none; write e.g. requires-python = ">=3.11", or set '
+            'target-version = "py311" in [tool.interlace.lint]'
+        ) from None
+    return None if minor is None else (3, max(minor, _OLDEST_TARGET))
+
+
+def _check_interlace_table(data: Mapping[str, object], path: Path) -> dict[str, object]:
+    """Return ``[tool.interlace.lint]`` (empty if absent), refusing anything else under
+    ``[tool.interlace]``: a misspelt table or a lint key one level too high would otherwise be
+    ignored without a word.
+
+    Raises:
+        ConfigError: naming the file, the stray key or table, and the table to use.
+    """
+    interlace = _interlace_table(data)
+    if interlace is None:
+        return {}
+    if not isinstance(interlace, dict):
+        raise ConfigError(
+            f"invalid [tool.interlace] in {path}: {interlace!r}; expected a table, with the "
+            "lint settings in [tool.interlace.lint], e.g. [tool.interlace.lint] then "
+            'select = ["IL"]'
+        )
+    known = ", ".join(f"[tool.interlace.{name}]" for name in _TABLES)
+    for key, value in interlace.items():
+        if key in _TABLES:
+            continue
+        if key in _KEYS:
+            raise ConfigError(
+                f"{key!r} is set directly under [tool.interlace] in {path}; lint settings go in "
+                "[tool.interlace.lint]: move it under a [tool.interlace.lint] header"
+            )
+        close = difflib.get_close_matches(key, _TABLES, n=1)
+        fix = f"did you mean [tool.interlace.{close[0]}]?" if close else "remove it"
+        what = (
+            f"table [tool.interlace.{key}] in {path}"
+            if isinstance(value, dict)
+            else f"key {key!r} in {path} [tool.interlace]"
+        )
+        raise ConfigError(
+            f"unknown {what}: interlace reads only {known} under [tool.interlace]; {fix}"
+        )
+    table = interlace.get("lint", {})
+    if not isinstance(table, dict):
+        raise ConfigError(
+            f"invalid [tool.interlace.lint] in {path}: {table!r}; expected a table of settings, "
+            'e.g. [tool.interlace.lint] then select = ["IL"]'
+        )
+    return table
 
 
 def load_config(path: Path | None) -> LintConfig:
@@ -239,11 +392,7 @@ def load_config(path: Path | None) -> LintConfig:
         raise ConfigError(
             f"config file {str(path)!r} is not valid TOML: {exc}; fix the syntax"
         ) from None
-    table = data.get("tool", {}).get("interlace", {}).get("lint", {})
-    if not isinstance(table, dict):
-        raise ConfigError(
-            f"invalid [tool.interlace.lint] in {path}: {table!r}; expected a table of settings"
-        )
+    table = _check_interlace_table(data, path)
     for key in table:
         if key not in _KEYS:
             raise ConfigError(f"unknown key {key!r} {where}; valid keys are: {', '.join(_KEYS)}")
@@ -266,7 +415,7 @@ def load_config(path: Path | None) -> LintConfig:
     if "target-version" in table:
         changes["target_version"] = parse_target_version(table["target-version"], where=where)
     else:
-        inferred = _requires_python(data)
+        inferred = _requires_python(data, path)
         if inferred is not None:
             changes["target_version"] = inferred
     for key, example in (
@@ -335,8 +484,67 @@ def check_declared(config: LintConfig, *, where: str | None = None) -> None:
     )
 
 
-def _longest(code: str, prefixes: Sequence[str]) -> int:
-    return max((len(p) for p in prefixes if code.startswith(p)), default=-1)
+@dataclass(frozen=True, slots=True)
+class RuleSelection:
+    """One layer of rule selectors: the configuration file's, or the command line's.
+
+    Attributes:
+        select: replaces the selection of the layers below (``None``: not given, and the
+            layer adjusts what the layers below selected).
+        extend_select: code prefixes to enable in addition.
+        ignore: code prefixes to disable.
+    """
+
+    select: tuple[str, ...] | None = None
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+
+
+def resolve_selection(
+    codes: Iterable[str], layers: Sequence[RuleSelection], *, opt_in: Collection[str] = ()
+) -> tuple[str, ...]:
+    """Return the codes enabled by layers of selectors (lowest first), as ruff resolves its
+    ``rule_selections``: the configuration, then the command line.
+
+    Within a layer the selectors apply from the least specific to the most specific (``IL``,
+    then ``IL1``, ``IL10``, ``IL101``), ``select`` and ``extend-select`` before ``ignore`` at
+    each level; so the most specific prefix wins and ``ignore`` wins a tie. A layer with a
+    ``select`` starts a new selection from its own selectors only; a layer without one turns
+    codes on and off in the selection below it. A layer with ``select = []``, no
+    ``extend-select`` and some ``ignore`` passes those ignores on to the next layer (ruff's
+    carry-over). A code in ``opt_in`` is enabled only by a selector that names it in full
+    (ruff's ``explicit-preview-rules``): ``IL``, ``IL1`` and ``ALL`` do not reach it;
+    ``ignore`` applies to it as to any code.
+    """
+    ordered = sorted(codes)
+    enabled: set[str] = set()
+    carried: tuple[str, ...] = ()
+    for layer in layers:
+        chosen = (*(layer.select or ()), *layer.extend_select)
+        ignore = (*layer.ignore, *carried)
+        carried = ()
+        updates: dict[str, bool] = {}
+        for length in sorted({len(s) for s in (*chosen, *ignore)}):
+            for selector in (s for s in chosen if len(s) == length):
+                for code in ordered:
+                    reached = code == selector if code in opt_in else code.startswith(selector)
+                    if reached:
+                        updates[code] = True
+            for selector in (s for s in ignore if len(s) == length):
+                for code in ordered:
+                    if code.startswith(selector):
+                        updates[code] = False
+        if layer.select is not None:
+            enabled = {code for code, on in updates.items() if on}
+            if not layer.select and not layer.extend_select and layer.ignore:
+                carried = layer.ignore
+        else:
+            for code, on in updates.items():
+                if on:
+                    enabled.add(code)
+                else:
+                    enabled.discard(code)
+    return tuple(code for code in ordered if code in enabled)
 
 
 def selected_codes(
@@ -347,18 +555,30 @@ def selected_codes(
     ignore: Sequence[str] = (),
     opt_in: Collection[str] = (),
 ) -> tuple[str, ...]:
-    """Return the codes enabled by the selectors, as in ruff: the most specific prefix wins, and
-    an ``ignore`` wins a tie with a ``select``. A code in ``opt_in`` is enabled only by a
-    selector that names it in full (ruff's ``explicit-preview-rules``): ``IL``, ``IL1`` and
-    ``ALL`` do not reach it; ``ignore`` applies to it as to any code."""
-    chosen = [*select, *extend_select]
-    enabled = []
-    for code in sorted(codes):
-        named = [p for p in chosen if p == code] if code in opt_in else chosen
-        best = _longest(code, named)
-        if best >= 0 and best > _longest(code, ignore):
-            enabled.append(code)
-    return tuple(enabled)
+    """Return the codes enabled by one layer of selectors (see :func:`resolve_selection`): the
+    most specific prefix wins, an ``ignore`` wins a tie with a ``select``, and a code in
+    ``opt_in`` is enabled only by a selector that names it in full."""
+    layer = RuleSelection(tuple(select), tuple(extend_select), tuple(ignore))
+    return resolve_selection(codes, [layer], opt_in=opt_in)
+
+
+def layer_selection(config: LintConfig, command_line: RuleSelection) -> LintConfig:
+    """Return ``config`` with the command line's selectors layered over the file's, as ruff
+    layers them (:func:`resolve_selection`): ``--ignore IL2`` drops IL201 from a file's
+    ``select = ["IL101", "IL201"]``, and ``--select`` starts a new selection.
+
+    The result's ``select`` lists the enabled codes in full, so a single-layer
+    :func:`selected_codes` over it gives the layered answer.
+    """
+    if command_line == RuleSelection():
+        return config
+    from interlace.linters.rules import all_rules
+
+    file = RuleSelection(config.select, config.extend_select, config.ignore)
+    enabled = resolve_selection(
+        (rule.code for rule in all_rules()), [file, command_line], opt_in=opt_in_codes()
+    )
+    return config.with_overrides(select=enabled, extend_select=(), ignore=())
 
 
 def opt_in_codes() -> frozenset[str]:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
+from interlace.linters._noqa import Suppressions
 from interlace.linters._positions import node_positions
 from interlace.linters._rule import LintContext, Report, Rule
 from interlace.linters._sharing import keep_declared, triggers
@@ -31,22 +32,14 @@ from interlace.linters._walk import walk_batched
 
 __all__ = (
     "LINE_BREAK",
-    "NOQA",
     "FileError",
     "FileResult",
     "Finding",
     "RelatedLocation",
     "active_rules",
     "lint_source",
-    "noqa_codes",
 )
 
-NOQA = re.compile(
-    r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?",
-    re.IGNORECASE,
-)
-"""A ``# noqa`` directive, bare or with codes (flake8's and ruff's syntax)."""
-_CODE = re.compile(r"[A-Z]+[0-9]+", re.IGNORECASE)
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
 """What ends a physical line for Python's tokenizer and libcst, hence for a finding's row.
 ``str.splitlines`` also splits at form feeds, U+2028 and other characters that Python treats as
@@ -132,30 +125,6 @@ def active_rules(
         if hit or (extra and any(t in lowered for t in extra)):
             picked.append(rule)
     return picked
-
-
-def noqa_codes(line: str) -> frozenset[str] | None:
-    """Parse a ``# noqa`` comment: ``None`` if absent, empty set for a bare ``# noqa``.
-
-    Only the ``# noqa`` on the line where a finding starts suppresses it, as in ruff.
-    """
-    match = NOQA.search(line)
-    if match is None:
-        return None
-    codes = match.group("codes")
-    if not codes:
-        return frozenset()
-    return frozenset(c.upper() for c in _CODE.findall(codes))
-
-
-def _suppressed(code: str, line: str) -> bool:
-    # Every directive on the line counts, not only the first: directive-like text inside a
-    # string before the comment must not hide the comment's codes (`--add-noqa` relies on it).
-    for match in NOQA.finditer(line):
-        codes = noqa_codes(match.group())
-        if not codes or any(code.startswith(c) for c in codes):
-            return True
-    return False
 
 
 def _syntax_error(filename: str, exc: cst.ParserSyntaxError) -> FileError:
@@ -368,11 +337,12 @@ def lint_source(
             wanted = [n for rep in reports for n in (rep.node, *(r.node for r in rep.related))]
             positions = node_positions(module, data, wanted)
         text_lines = LINE_BREAK.split(data.decode(module.encoding, errors="replace"))
+        suppressions = Suppressions(module, text_lines)
         findings: list[Finding] = []
         for rep in reports:
             row, col, end_row, end_col = _span(positions, rep.node)
             line = text_lines[row - 1] if 0 < row <= len(text_lines) else ""
-            if _suppressed(rep.code, line):
+            if suppressions.suppresses(rep.code, row):
                 continue
             related = tuple(
                 RelatedLocation(*_span(positions, rel.node), rel.message) for rel in rep.related

@@ -1,21 +1,103 @@
 """Which files a lint run covers: explicit files, walked directories, ``exclude`` and
 ``.gitignore``.
 
-As in ruff, a file named on the command line is linted even when ``exclude`` or ``.gitignore``
+As in ruff, a path named on the command line is linted even when ``exclude`` or ``.gitignore``
 would skip it, unless ``force_exclude`` is set (pre-commit passes every changed file, so its hook
-sets it). Directories are walked for ``*.py`` files, pruning excluded and git-ignored directories.
+sets it); below a named directory the patterns still apply to what the walk finds. Directories
+are walked for ``*.py`` and ``*.pyi`` files, pruning excluded and git-ignored directories. A file
+reached twice (``src/a.py src/../src/a.py``, or through a symlink) is linted once.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pathspec
 
-__all__ = ("FileSet", "collect_files", "matches")
+from interlace.errors import ConfigError
+
+__all__ = (
+    "PYTHON_SUFFIXES",
+    "FileSet",
+    "collect_files",
+    "glob_error",
+    "matches",
+    "per_file_matcher",
+    "repository_root",
+)
+
+PYTHON_SUFFIXES = (".py", ".pyi")
+"""The files a directory walk collects (ruff's default ``include``, less notebooks)."""
+
+_DIR_MARK = "ps_d"
+"""The regex group pathspec's gitignore patterns match the ``/`` after a directory with."""
+
+
+def repository_root(start: Path) -> Path | None:
+    """Return the root of the git work tree holding ``start`` (a ``.git`` directory or file),
+    or ``None`` outside one. Found by walking up the directories; git itself is not run."""
+    here = start.resolve()
+    for directory in (here, *here.parents):
+        if (directory / ".git").exists():
+            return directory
+    return None
+
+
+def _git_dir(work_tree: Path) -> Path | None:
+    """Return the git directory whose ``info/exclude`` applies to ``work_tree``: its ``.git``
+    directory, or for a linked worktree or a submodule (``.git`` is a file ``gitdir: PATH``)
+    the common directory that file leads to."""
+    dot_git = work_tree / ".git"
+    if dot_git.is_dir():
+        return dot_git
+    try:
+        text = dot_git.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not text.startswith("gitdir:"):
+        return None
+    git_dir = work_tree / text.removeprefix("gitdir:").strip()
+    try:
+        common = (git_dir / "commondir").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return git_dir
+    return git_dir / common
+
+
+def glob_error(pattern: str) -> str | None:
+    """Return why pathspec cannot compile the gitignore-style ``pattern``, or ``None``.
+
+    git tolerates these lines (it skips them), so in a ``.gitignore`` they are dropped; in the
+    configuration they are the user's typo and reported.
+    """
+    try:
+        pathspec.GitIgnoreSpec.from_lines([pattern])
+    except re.error as exc:
+        return f"it has an invalid character class ({exc.msg})"
+    except ValueError:
+        stripped = pattern.rstrip()
+        if (len(stripped) - len(stripped.rstrip("\\"))) % 2:
+            return (
+                "it ends with a backslash, which escapes nothing (paths take forward "
+                "slashes, e.g. 'build/')"
+            )
+        if stripped == "!":
+            return "a lone '!' negates no pattern"
+        return "it is not a valid gitignore-style pattern"
+    return None
+
+
+def _compile_lines(lines: Sequence[str]) -> pathspec.GitIgnoreSpec:
+    """Compile gitignore lines, dropping the ones pathspec rejects but git skips (a lone
+    ``!``, a trailing backslash, a bad character range) instead of failing on the file."""
+    try:
+        return pathspec.GitIgnoreSpec.from_lines(lines)
+    except (ValueError, re.error):
+        return pathspec.GitIgnoreSpec.from_lines([x for x in lines if glob_error(x) is None])
 
 
 def matches(spec: pathspec.GitIgnoreSpec, relative: str, *, is_dir: bool = False) -> bool:
@@ -23,39 +105,90 @@ def matches(spec: pathspec.GitIgnoreSpec, relative: str, *, is_dir: bool = False
     return spec.match_file(relative + "/" if is_dir else relative)
 
 
+def _matches_itself(spec: pathspec.GitIgnoreSpec, relative: str, *, is_dir: bool) -> bool:
+    """Like :func:`matches`, but a pattern counts only when it matches the path itself, not a
+    directory above it (``build`` matches ``build/sub/build/`` but not ``build/b.py``).
+
+    Used below an explicitly named directory that the patterns skip: as in ruff, the named
+    directory is linted and the patterns apply to what the walk finds below it. The walk
+    prunes every skipped directory below the named one, so a match through a directory can
+    only come from the named directory or one above it.
+    """
+    path = relative + "/" if is_dir else relative
+    result = False
+    for pattern in spec.patterns:
+        regex = getattr(pattern, "regex", None)
+        if pattern.include is None or not isinstance(regex, re.Pattern):
+            continue
+        match = regex.match(path)
+        if match is None:
+            continue
+        if match.groupdict().get(_DIR_MARK) is not None and match.end(_DIR_MARK) < len(path):
+            continue
+        result = pattern.include
+    return result
+
+
+def per_file_matcher(glob: str) -> Callable[[str], bool]:
+    """Return the test of root-relative POSIX file paths for a ``per-file-ignores`` glob.
+
+    As in ruff, a leading ``!`` negates the glob: ``"!tests/**"`` selects the files *outside*
+    ``tests``.
+    """
+    negated = glob.startswith("!")
+    spec = pathspec.GitIgnoreSpec.from_lines([glob[1:] if negated else glob])
+    return lambda relative: matches(spec, relative) != negated
+
+
 @dataclass
 class _GitIgnores:
-    """The ``.gitignore`` files from the project root down, loaded once per directory.
+    """The ``.gitignore`` files of a git work tree from its root down, and its
+    ``.git/info/exclude``, each loaded once. Outside a work tree, the ``.gitignore`` files from
+    the project root down (ruff honours them without git too).
 
-    Approximation (documented in docs/lint.md): a path is ignored when any ``.gitignore`` between
-    the root and the path's directory matches it; a negation only re-includes within its own file.
+    Approximation (documented in docs/lint.md): a path is ignored when ``info/exclude`` or any
+    ``.gitignore`` between the work tree's root and the path's directory matches it; a negation
+    only re-includes within its own file. The global ``core.excludesFile`` is not read.
     """
 
-    root: Path
+    fallback: Path
     specs: dict[Path, pathspec.GitIgnoreSpec | None] = field(default_factory=dict)
+    excludes: dict[Path, Path | None] = field(default_factory=dict)
 
-    def _spec(self, directory: Path) -> pathspec.GitIgnoreSpec | None:
-        if directory not in self.specs:
-            spec = None
+    def base(self, top: Path) -> Path:
+        """The directory the ignore files that apply to ``top`` are relative to."""
+        return repository_root(top) or self.fallback
+
+    def _spec(self, file: Path) -> pathspec.GitIgnoreSpec | None:
+        if file not in self.specs:
             try:
-                lines = (directory / ".gitignore").read_text(encoding="utf-8").splitlines()
+                lines = file.read_text(encoding="utf-8").splitlines()
             except (OSError, UnicodeDecodeError):
                 lines = []
-            if lines:
-                spec = pathspec.GitIgnoreSpec.from_lines(lines)
-            self.specs[directory] = spec
-        return self.specs[directory]
+            self.specs[file] = _compile_lines(lines) if lines else None
+        return self.specs[file]
 
-    def ignored(self, path: Path, *, is_dir: bool) -> bool:
+    def _info_exclude(self, base: Path) -> pathspec.GitIgnoreSpec | None:
+        if base not in self.excludes:
+            git_dir = _git_dir(base)
+            self.excludes[base] = None if git_dir is None else git_dir / "info" / "exclude"
+        file = self.excludes[base]
+        return None if file is None else self._spec(file)
+
+    def ignored(self, path: Path, base: Path, *, is_dir: bool, itself: bool = False) -> bool:
         try:
-            relative = path.relative_to(self.root)
+            relative = path.relative_to(base)
         except ValueError:
             return False
-        directory = self.root
+        test = _matches_itself if itself else matches
         parts = relative.parts
+        spec = self._info_exclude(base)
+        if parts and spec is not None and test(spec, "/".join(parts), is_dir=is_dir):
+            return True
+        directory = base
         for depth in range(len(parts)):
-            spec = self._spec(directory)
-            if spec is not None and matches(spec, "/".join(parts[depth:]), is_dir=is_dir):
+            spec = self._spec(directory / ".gitignore")
+            if spec is not None and test(spec, "/".join(parts[depth:]), is_dir=is_dir):
                 return True
             directory = directory / parts[depth]
         return False
@@ -63,10 +196,32 @@ class _GitIgnores:
 
 @dataclass
 class FileSet:
-    """The files to lint (absolute paths, in order) and the arguments that named nothing."""
+    """The files to lint (absolute paths, in order), the arguments that named nothing, and
+    the directories that could not be read.
+
+    Attributes:
+        files: each file once, spelled as first reached (named or walked).
+        missing: the arguments, as given, that are neither a file nor a directory.
+        unreadable: (absolute directory path, what went wrong) for each directory the walk
+            could not list, e.g. ``("/repo/locked", "cannot read directory: Permission
+            denied")``.
+    """
 
     files: list[Path] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _compile_exclude(exclude: Iterable[str]) -> pathspec.GitIgnoreSpec:
+    patterns = list(exclude)
+    for pattern in patterns:
+        reason = glob_error(pattern)
+        if reason is not None:
+            raise ConfigError(
+                f"invalid glob {pattern!r} in exclude: {reason}; write a gitignore-style glob, "
+                "e.g. 'build', 'tests/fixtures/**' or '*_pb2.py'"
+            )
+    return pathspec.GitIgnoreSpec.from_lines(patterns)
 
 
 def collect_files(
@@ -81,48 +236,74 @@ def collect_files(
 
     Args:
         paths: files and directories; an empty sequence means the root directory.
-        root: the project root that ``exclude`` globs and ``.gitignore`` files are relative to.
+        root: the project root that ``exclude`` globs are relative to.
         exclude: gitignore-style globs (``"build"``, ``"tests/fixtures/**"``, ``"*_pb2.py"``).
-        respect_gitignore: also skip what ``.gitignore`` files ignore.
-        force_exclude: apply the exclusions to explicitly named files too.
+        respect_gitignore: also skip what the git work tree's ``.gitignore`` files and
+            ``.git/info/exclude`` ignore (outside a work tree: the ``.gitignore`` files from
+            ``root`` down).
+        force_exclude: apply the exclusions to explicitly named files and directories too.
+
+    Raises:
+        ConfigError: a glob in ``exclude`` is invalid.
     """
     root = root.resolve()
-    spec = pathspec.GitIgnoreSpec.from_lines(list(exclude))
+    spec = _compile_exclude(exclude)
     gitignores = _GitIgnores(root) if respect_gitignore else None
 
-    def skipped(path: Path, *, is_dir: bool) -> bool:
+    def skipped(path: Path, base: Path | None, *, is_dir: bool, itself: bool = False) -> bool:
         try:
             relative = path.relative_to(root).as_posix()
         except ValueError:
             relative = path.name
-        if relative != "." and matches(spec, relative, is_dir=is_dir):
+        test = _matches_itself if itself else matches
+        if relative != "." and test(spec, relative, is_dir=is_dir):
             return True
-        return gitignores is not None and gitignores.ignored(path, is_dir=is_dir)
+        if gitignores is None or base is None:
+            return False
+        return gitignores.ignored(path, base, is_dir=is_dir, itself=itself)
 
     result = FileSet()
     seen: set[Path] = set()
 
-    def add(path: Path) -> None:
-        if path not in seen:
-            seen.add(path)
+    def add(path: Path, resolved: Path) -> None:
+        if resolved not in seen:
+            seen.add(resolved)
             result.files.append(path)
+
+    def base_of(top: Path) -> Path | None:
+        return gitignores.base(top) if gitignores is not None else None
+
+    def unreadable(exc: OSError) -> None:
+        where = os.fspath(exc.filename) if exc.filename is not None else "?"
+        result.unreadable.append((where, f"cannot read directory: {exc.strerror or exc}"))
 
     for raw in paths or [root]:
         path = Path(raw).absolute()
+        top = path.resolve()
         if path.is_file():
-            if not (force_exclude and skipped(path.resolve(), is_dir=False)):
-                add(path)
+            if not (force_exclude and skipped(top, base_of(top), is_dir=False)):
+                add(path, top)
             continue
         if not path.is_dir():
             result.missing.append(os.fspath(raw))
             continue
-        if force_exclude and skipped(path.resolve(), is_dir=True):
+        base = base_of(top)
+        named_skipped = skipped(top, base, is_dir=True)
+        if force_exclude and named_skipped:
             continue
-        for directory, dirnames, filenames in os.walk(path):
+        for directory, dirnames, filenames in os.walk(path, onerror=unreadable):
             here = Path(directory)
             resolved = here.resolve()
-            dirnames[:] = sorted(d for d in dirnames if not skipped(resolved / d, is_dir=True))
+            dirnames[:] = sorted(
+                d
+                for d in dirnames
+                if not skipped(resolved / d, base, is_dir=True, itself=named_skipped)
+            )
             for name in sorted(filenames):
-                if name.endswith(".py") and not skipped(resolved / name, is_dir=False):
-                    add(here / name)
+                if not name.endswith(PYTHON_SUFFIXES):
+                    continue
+                file = resolved / name
+                if skipped(file, base, is_dir=False, itself=named_skipped):
+                    continue
+                add(here / name, file.resolve() if file.is_symlink() else file)
     return result

@@ -1,15 +1,26 @@
-"""``interlace lint --add-noqa``: suppress every current finding with a ``# noqa`` directive.
+"""``# noqa`` directives: how the engine reads them, and ``interlace lint --add-noqa``.
 
-The directive goes where the engine looks for it: the line a finding's row names (the first line
-of the reported code), split the way the engine splits (``LINE_BREAK``). Codes for one line are
-merged into one directive, sorted; a line that already has ``# noqa: CODES`` gets the new codes
-merged into that directive, any others it lists kept. Otherwise ``  # noqa: CODES`` is appended,
-as ruff does.
+A directive is read as ruff reads it, and only from a real comment (the tokenizer's, so text in a
+string literal is never a directive): the first ``#`` in the comment followed by optional
+whitespace and ``noqa`` (any case) starts it. ``# noqa`` followed by the end of the comment,
+whitespace or ``#`` suppresses every code; ``# noqa:`` (whitespace allowed before the colon) is
+followed by codes, uppercase letters then digits, separated by commas or whitespace, and the
+first item that is not a code ends the list (``# noqa: IL201 reason``). A directive that is
+neither, ``# noqanything``, ``# noqa:`` or ``# noqa: IL`` without a code, ``# noqa: IL201x``,
+suppresses nothing. Unlike ruff, a listed code is also a prefix (``# noqa: IL1`` covers IL101),
+as docs/lint.md documents.
+
+``--add-noqa`` puts a directive where the engine looks for it: the line a finding's row names
+(the first line of the reported code), split the way the engine splits (``LINE_BREAK``). Codes
+for one line are merged into one directive, sorted; a line that already has ``# noqa: CODES``
+gets the new codes merged into that directive, any others it lists kept. Otherwise
+``  # noqa: CODES`` is appended, as ruff does.
 
 Invariant: a file is rewritten only if its bytes decode and re-encode to themselves, and only the
 ends of the lines that get a directive change; it is replaced atomically (a temporary file in the
 same directory, then ``os.replace``) with its mode kept. A line where a comment cannot go (it
-ends inside a multi-line string or with a backslash continuation) is left alone and reported.
+ends inside a multi-line string or with a backslash continuation) or whose comment holds an
+invalid directive (one appended after it would be ignored) is left alone and reported.
 """
 
 from __future__ import annotations
@@ -19,18 +30,113 @@ import os
 import re
 import stat
 import tempfile
+import tokenize
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from interlace.linters._engine import LINE_BREAK, NOQA, Finding, noqa_codes
+if TYPE_CHECKING:
+    # Only for annotations: the engine imports this module for its suppressions.
+    from interlace.linters._engine import Finding
 
-__all__ = ("NoqaResult", "UnsuppressedLine", "add_noqa")
+__all__ = (
+    "NoqaDirective",
+    "NoqaResult",
+    "Suppressions",
+    "UnsuppressedLine",
+    "add_noqa",
+    "parse_noqa",
+)
 
-_LINES_AND_BREAKS = re.compile(f"({LINE_BREAK.pattern})")
+_DIRECTIVE = re.compile(r"#\s*[nN][oO][qQ][aA]")
+_CODE = re.compile(r"[A-Z]+(?P<digits>[0-9]*)")
+_MISSING_CODES = (
+    "expected a comma-separated list of codes after `# noqa:`, e.g. `# noqa: IL101, IL201`"
+)
+_INVALID_SUFFIX = (
+    "expected `:` followed by a comma-separated list of codes, e.g. `# noqa: IL101, IL201`"
+)
+_INVALID_CODE = "expected each code to be uppercase letters followed by digits, e.g. `IL201`"
+
+
+@dataclass(frozen=True, slots=True)
+class NoqaDirective:
+    """The ``# noqa`` directive of one comment, as ruff reads it.
+
+    Attributes:
+        start, end: where the directive starts (its ``#``) and ends (after ``noqa`` or the last
+            code) in the comment.
+        codes: the listed codes; empty for a bare ``# noqa``, which suppresses every code.
+        error: why the directive is invalid (it then suppresses nothing), or ``None``.
+    """
+
+    start: int
+    end: int
+    codes: tuple[str, ...] = ()
+    error: str | None = None
+
+    def suppresses(self, code: str) -> bool:
+        """Whether this directive suppresses ``code`` (a listed code also covers its prefix)."""
+        if self.error is not None:
+            return False
+        return not self.codes or code.startswith(self.codes)
+
+
+def parse_noqa(comment: str) -> NoqaDirective | None:
+    """Read the ``# noqa`` directive of a comment (from its ``#`` to the end of its line).
+
+    Returns:
+        The first directive in the comment, valid or not (ruff reads no further), or ``None``
+        if it has none.
+    """
+    head = _DIRECTIVE.search(comment)
+    if head is None:
+        return None
+    start, at = head.start(), head.end()
+    after = comment[at:].lstrip()
+    if after.startswith(":"):
+        return _parse_codes(comment, start, len(comment) - len(after) + 1)
+    if at == len(comment) or comment[at].isspace() or comment[at] == "#":
+        return NoqaDirective(start, at)
+    return NoqaDirective(start, at, error=_INVALID_SUFFIX)
+
+
+def _parse_codes(comment: str, start: int, at: int) -> NoqaDirective:
+    """Read the codes after ``# noqa:`` from index ``at`` (ruff's lexer, item by item)."""
+    codes: list[str] = []
+    end = at
+    joined = False  # the previous code ran into this one (`IL101IL201`): no more prose allowed
+    while at < len(comment):
+        while at < len(comment) and comment[at].isspace():
+            at += 1
+        if comment.startswith(",", at):
+            at += 1
+            continue
+        code = _CODE.match(comment, at)
+        if code is None:
+            break  # not a code: the directive ends and a reason or another comment follows
+        if not code.group("digits"):
+            if joined:
+                return NoqaDirective(start, code.end(), error=_INVALID_CODE)
+            break
+        at = end = code.end()
+        codes.append(code.group())
+        following = comment[at : at + 1]
+        if "A" <= following <= "Z":
+            joined = True
+        elif following in ("", ",", "#") or following.isspace():
+            joined = False
+            if following == "#":
+                break
+        else:
+            return NoqaDirective(start, at, error=_INVALID_CODE)
+    if not codes:
+        return NoqaDirective(start, end, error=_MISSING_CODES)
+    return NoqaDirective(start, end, tuple(codes))
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,31 +179,98 @@ class _LineFacts(cst.CSTVisitor):
         return True
 
 
+def _comments(module: cst.Module, lines: Sequence[str]) -> dict[int, str]:
+    """The comment that ends each row having one, from ``#`` to the end of the line.
+
+    Python's tokenizer is the reference and costs an eighth of a libcst parse; libcst's own
+    comments (positions for the whole tree, a parse's cost again) are the fallback for code
+    libcst parsed that the running interpreter's tokenizer rejects (newer syntax).
+    """
+    # Rows as the engine counts them (``LINE_BREAK``), each fed with a plain "\n" ending; a
+    # BOM is text to the tokenizer of a decoded string (3.12+ rejects it) and ends no comment.
+    feed = [line + "\n" for line in lines]
+    if feed:
+        feed[0] = feed[0].removeprefix("\ufeff")
+    try:
+        return {
+            token.start[0]: token.string
+            for token in tokenize.generate_tokens(iter(feed).__next__)
+            if token.type == tokenize.COMMENT
+        }
+    except (tokenize.TokenError, SyntaxError):
+        facts = _LineFacts()
+        MetadataWrapper(module, unsafe_skip_copy=True).visit(facts)
+        return {
+            row: lines[row - 1][column:]
+            for row, column in facts.comments.items()
+            if 0 < row <= len(lines)
+        }
+
+
+class Suppressions:
+    """Which findings the ``# noqa`` comments of one parsed module suppress.
+
+    A finding is suppressed by the directive in the comment that ends the row it starts on (the
+    first line of the reported code, as in ruff); ``# noqa`` inside a string is not a comment.
+
+    Invariant: the module's comments are read at most once, and only when a finding's row
+    contains the text ``noqa``: most modules with findings have none.
+    """
+
+    def __init__(self, module: cst.Module, lines: Sequence[str]) -> None:
+        """``lines`` are the module's lines as the engine splits them (``LINE_BREAK``)."""
+        self._module = module
+        self._lines = lines
+        self._directives: dict[int, NoqaDirective] | None = None
+
+    def suppresses(self, code: str, row: int) -> bool:
+        """Whether the directive on row ``row`` (1-based) suppresses ``code``."""
+        if not 0 < row <= len(self._lines) or "noqa" not in self._lines[row - 1].lower():
+            return False
+        if self._directives is None:
+            self._directives = {}
+            for at, comment in _comments(self._module, self._lines).items():
+                directive = parse_noqa(comment)
+                if directive is not None:
+                    self._directives[at] = directive
+        directive = self._directives.get(row)
+        return directive is not None and directive.suppresses(code)
+
+
 def _why_not(row: int, line: str, facts: _LineFacts) -> str | None:
-    """Why a comment cannot end line ``row``, or ``None`` if it can."""
+    """Why a directive cannot be added to line ``row``, or ``None`` if it can."""
     if row in facts.in_string:
         return (
             "the line ends inside a multi-line string, where a comment would become part of the "
             "string; start the string on a line of its own (or bind it to a name first), then "
             "run --add-noqa again"
         )
-    if row not in facts.comments and line.endswith("\\"):
+    column = facts.comments.get(row)
+    if column is None and line.endswith("\\"):
         return (
             "the line ends with a backslash continuation, after which a comment is a syntax "
             "error; wrap the expression in parentheses instead, then run --add-noqa again"
+        )
+    directive = parse_noqa(line[column:]) if column is not None else None
+    if directive is not None and directive.error is not None:
+        written = line[column:][directive.start :].rstrip()
+        return (
+            f"its comment has an invalid directive {written!r} ({directive.error}), which "
+            "suppresses nothing, and a directive added after it would be ignored too (only the "
+            "first in a comment counts, as in ruff); correct it, then run --add-noqa again"
         )
     return None
 
 
 def _with_directive(line: str, comment_column: int | None, codes: set[str]) -> str:
     if comment_column is not None:
-        match = NOQA.search(line, comment_column)
-        if match is not None:
-            listed = noqa_codes(match.group())
-            if not listed:  # a bare directive already suppresses every code
+        directive = parse_noqa(line[comment_column:])
+        if directive is not None:
+            if not directive.codes:  # a bare directive already suppresses every code
                 return line
-            merged = ", ".join(sorted(listed | codes))
-            return f"{line[: match.start()]}# noqa: {merged}{line[match.end() :]}"
+            merged = ", ".join(sorted({*directive.codes, *codes}))
+            start, end = comment_column + directive.start, comment_column + directive.end
+            return f"{line[:start]}# noqa: {merged}{line[end:]}"
     return f"{line.rstrip()}  # noqa: {', '.join(sorted(codes))}"
 
 
@@ -139,7 +312,10 @@ def _add_to_file(path: str, findings: Sequence[Finding]) -> NoqaResult:
             f"its bytes do not survive decoding and re-encoding as {module.encoding}, so "
             "rewriting it could change more than the directives; add them by hand"
         )
-    parts = _LINES_AND_BREAKS.split(text)  # line, break, line, ..., line (maybe "")
+    # Imported here: the engine imports this module for its suppressions.
+    from interlace.linters._engine import LINE_BREAK
+
+    parts = re.split(f"({LINE_BREAK.pattern})", text)  # line, break, line, ..., line (maybe "")
     wanted: dict[int, list[str]] = {}
     for finding in findings:
         row = finding.row

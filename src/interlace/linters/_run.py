@@ -15,8 +15,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import pathspec
-
 from interlace.linters._cache import ResultCache, content_key
 from interlace.linters._config import (
     LintConfig,
@@ -27,7 +25,7 @@ from interlace.linters._config import (
     selected_codes,
 )
 from interlace.linters._engine import FileError, FileResult, Finding, lint_source
-from interlace.linters._files import collect_files, matches
+from interlace.linters._files import collect_files, per_file_matcher
 from interlace.linters._rule import LintContext
 
 __all__ = ("LintResult", "lint_paths")
@@ -197,6 +195,8 @@ def lint_paths(
     )
     for missing in fileset.missing:
         result.errors.append(FileError(missing, 0, 0, "no such file or directory", "io"))
+    for directory, message in fileset.unreadable:
+        result.errors.append(FileError(_display(Path(directory), cwd), 0, 0, message, "io"))
     all_codes = [rule.code for rule in all_rules()]
     enabled = selected_codes(
         all_codes,
@@ -205,10 +205,7 @@ def lint_paths(
         ignore=config.ignore,
         opt_in=opt_in_codes(),
     )
-    per_file = [
-        (pathspec.GitIgnoreSpec.from_lines([glob]), codes)
-        for glob, codes in config.per_file_ignores
-    ]
+    per_file = [(per_file_matcher(glob), codes) for glob, codes in config.per_file_ignores]
     base = LintContext(
         target_version=config.target_version,
         shared_classes=config.shared_classes,
@@ -241,7 +238,7 @@ def lint_paths(
                 relative = path.resolve().relative_to(root).as_posix()
             except ValueError:
                 relative = path.name
-            ignored = [c for spec, cs in per_file if matches(spec, relative) for c in cs]
+            ignored = [c for match, cs in per_file if match(relative) for c in cs]
             codes = tuple(c for c in codes if not c.startswith(tuple(ignored)))
         key = content_key(data, codes)
         hit = cache.get(key, filename) if cache is not None else None

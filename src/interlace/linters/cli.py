@@ -48,6 +48,12 @@ def _jobs(value: str) -> int:
 
 
 def _csv(value: str) -> list[str]:
+    # Empty items are kept for check_selectors to refuse: "--select IL2," is a typo, and an
+    # empty selector would select nothing.
+    return [part.strip() for part in value.split(",")]
+
+
+def _csv_globs(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
@@ -61,10 +67,11 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--select",
         type=_csv,
+        action="extend",
         metavar="CODES",
         help=(
-            "comma-separated code prefixes to enable (the opt-in rules, IL102 and IL104, only "
-            "by their full code)"
+            "comma-separated code prefixes to enable, replacing the configured selection "
+            "(repeatable; the opt-in rules, IL102 and IL104, only by their full code)"
         ),
     )
     parser.add_argument(
@@ -73,7 +80,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         action="extend",
         metavar="CODES",
         default=[],
-        help="code prefixes to enable in addition to the selected ones (e.g. IL102)",
+        help="code prefixes to enable in addition to the selected ones (e.g. IL102; repeatable)",
     )
     parser.add_argument(
         "--ignore",
@@ -81,7 +88,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         action="extend",
         metavar="CODES",
         default=[],
-        help="code prefixes to disable",
+        help="code prefixes to disable (repeatable)",
     )
     parser.add_argument(
         "--per-file-ignores",
@@ -92,7 +99,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--extend-exclude",
-        type=_csv,
+        type=_csv_globs,
         action="extend",
         metavar="GLOBS",
         default=[],
@@ -170,7 +177,7 @@ def _explain(code: str, out: TextIO, err: TextIO) -> int:
 
 
 def _per_file(values: Sequence[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    from interlace.linters._config import check_selectors
+    from interlace.linters._config import check_globs, check_selectors
 
     pairs = []
     for value in values:
@@ -181,14 +188,18 @@ def _per_file(values: Sequence[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
                 "--per-file-ignores 'tests/**:IL201,IL101'"
             )
         where = "from the command line"
+        check_globs([glob], key="--per-file-ignores", where=where, negation=True)
         pairs.append((glob, check_selectors(_csv(codes), key="--per-file-ignores", where=where)))
     return tuple(pairs)
 
 
 def _resolve_config(args: argparse.Namespace) -> LintConfig:
     from interlace.linters._config import (
+        RuleSelection,
+        check_globs,
         check_selectors,
         find_config,
+        layer_selection,
         load_config,
         parse_target_version,
     )
@@ -205,21 +216,23 @@ def _resolve_config(args: argparse.Namespace) -> LintConfig:
         config = load_config(find_config(Path.cwd()))
     where = "from the command line"
     changes: dict[str, object] = {}
-    extend = check_selectors(args.extend_select, key="--extend-select", where=where)
-    ignore = check_selectors(args.ignore, key="--ignore", where=where)
-    if args.select is not None:
-        # As in ruff, a --select starts a new selection: the file's select, extend-select and
-        # ignore no longer apply, only the command line's.
-        changes["select"] = check_selectors(args.select, key="--select", where=where)
-        changes["extend_select"] = extend
-        changes["ignore"] = ignore
-    else:
-        changes["extend_select"] = config.extend_select + extend
-        changes["ignore"] = config.ignore + ignore
+    # As in ruff, the command line is a layer over the file: a --select starts a new selection,
+    # and --extend-select and --ignore adjust whatever the file selected.
+    command_line = RuleSelection(
+        select=(
+            None
+            if args.select is None
+            else check_selectors(args.select, key="--select", where=where)
+        ),
+        extend_select=check_selectors(args.extend_select, key="--extend-select", where=where),
+        ignore=check_selectors(args.ignore, key="--ignore", where=where),
+    )
+    config = layer_selection(config, command_line)
     if args.per_file_ignores:
         changes["per_file_ignores"] = config.per_file_ignores + _per_file(args.per_file_ignores)
     if args.extend_exclude:
-        changes["exclude"] = config.exclude + tuple(args.extend_exclude)
+        globs = check_globs(args.extend_exclude, key="--extend-exclude", where=where)
+        changes["exclude"] = config.exclude + globs
     if args.sharing is not None:
         changes["sharing"] = args.sharing
     if args.target_version is not None:
@@ -315,14 +328,18 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     except ConfigError as exc:
         print(f"interlace lint: error: {exc}", file=err)
         return EXIT_ERROR
+    if result.files == 0 and not result.errors:
+        print("interlace lint: warning: No Python files found under the given path(s)", file=err)
     if args.add_noqa:
         return _add_noqa(result, args, err)
     rules = all_rules()
     findings = result.findings
-    if args.statistics:
+    if args.statistics and args.format == "json":
+        out.write(_output.format_statistics_json(findings, rules))
+    elif args.statistics:
         out.write(_output.format_statistics(findings, rules))
     elif args.format == "json":
-        out.write(_output.format_json(findings))
+        out.write(_output.format_json(findings, result.errors))
     elif args.format == "sarif":
         out.write(
             _output.format_sarif(

@@ -1,7 +1,9 @@
-"""The flake8 adapter: ``flake8 --select IL`` runs interlace's rules through the same engine.
+"""The flake8 adapter: ``flake8 --select IL,E999`` runs interlace's rules through the same engine.
 
 Registered as the ``flake8.extension`` entry point ``IL``. flake8 applies its own
-``--select``/``--ignore``/``# noqa`` to the codes; files that do not parse are flake8's E999.
+``--select``/``--ignore``/``# noqa`` to the codes. A file that does not parse reaches no plugin:
+flake8 reports it as its own E999, which ``--select IL`` alone does not select, hence the
+documented ``--select IL,E999`` (or ``--extend-select IL``, added to flake8's defaults).
 An opt-in rule (IL102, IL104) runs only when ``--select`` or ``--extend-select`` names its
 full code, as with ``interlace lint``.
 A rule that crashes is reported as ``IL000`` on line 1 instead of aborting flake8.
