@@ -273,8 +273,9 @@ def test_a_decision_log_reads_as_the_tuple_of_its_decisions(
         ),
         (
             "il1.AAAA",
-            "replay token 'il1.AAAA' is damaged (error); it may have been cut or wrapped when "
-            "copied: copy the whole token from the failure report",
+            "replay token 'il1.AAAA' is damaged: its characters do not unpack to a schedule: "
+            "some were changed or left out. Copy the whole token, on one line, from the "
+            "failure report",
         ),
     ],
 )
@@ -284,10 +285,24 @@ def test_bad_tokens_are_refused_with_what_to_do(token: str, message: str) -> Non
     assert str(info.value) == message
 
 
-def test_a_cut_token_is_reported_as_damaged() -> None:
-    token = encode_token(Settings(), (Decision(4, READY, 1, 2),) * 3)
-    with pytest.raises(ReplayTokenError, match="is damaged"):
-        decode_token(token[:-6])
+_TOKEN = encode_token(Settings(), (Decision(4, READY, 1, 2),) * 3)
+
+
+@pytest.mark.parametrize(
+    ("token", "problem"),
+    [
+        (_TOKEN[:-6], "it ends too early: characters are missing at its end"),
+        (_TOKEN[:-1], "no token has its length: a character is missing or left over"),
+        (_TOKEN[:12] + "\n" + _TOKEN[12:], "it contains whitespace: it was wrapped across lines"),
+        (_TOKEN[:12] + "!" + _TOKEN[13:], "it contains '!', which no token contains"),
+        ("il1.", "nothing follows 'il1.'"),
+    ],
+    ids=["cut", "one-short", "wrapped", "mistyped", "empty"],
+)
+def test_a_damaged_token_says_what_is_wrong_with_it(token: str, problem: str) -> None:
+    with pytest.raises(ReplayTokenError) as info:
+        decode_token(token)
+    assert str(info.value).startswith(f"replay token {token!r} is damaged: {problem}")
 
 
 def test_a_token_that_is_not_a_string_is_refused() -> None:

@@ -497,6 +497,69 @@ def test_an_import_error_in_the_users_module_shows_their_traceback(
     assert "importlib" not in err
 
 
+MISUSED = """
+import asyncio
+
+
+async def work():
+    await asyncio.sleep(0)
+
+
+def returns_a_coroutine():
+    return work()
+
+
+async def starts_a_subprocess():
+    await asyncio.create_subprocess_exec("true")
+
+
+def runs_its_own_loop():
+    async def main():
+        await asyncio.gather(work(), work())
+
+    asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize(
+    ("function", "expected"),
+    [
+        (
+            "returns_a_coroutine",
+            "the target returns_a_coroutine is not an async def function, but it returned a "
+            "coroutine (work): interlace ran it as a plain function",
+        ),
+        (
+            "starts_a_subprocess",
+            "loop.subprocess_exec() was called to start a subprocess: real I/O cannot be "
+            "scheduled deterministically",
+        ),
+        (
+            "runs_its_own_loop",
+            "the plain function runs_its_own_loop runs an event loop itself (asyncio.run, "
+            "asyncio.Runner or loop.run_until_complete, at misused.py:21)",
+        ),
+    ],
+)
+@pytest.mark.parametrize("output", ["text", "json"])
+def test_a_target_interlace_cannot_explore_exits_2_without_a_failure_or_replay_line(
+    project: Path,
+    capsys: pytest.CaptureFixture[str],
+    function: str,
+    expected: str,
+    output: str,
+) -> None:
+    (project / "misused.py").write_text(MISUSED, encoding="utf-8")
+    code, out, err = invoke(
+        capsys, "explore", f"misused:{function}", "--seed", "1", "--format", output
+    )
+    assert code == cli.EXIT_ERROR
+    assert out == ""
+    assert err.startswith(f"interlace explore: error: {expected}")
+    assert err.count("\n") == 1  # one line: no report, no traceback, no replay token
+    assert "il1." not in err
+
+
 @pytest.mark.parametrize("subcommand", ["explore", "replay"])
 def test_help_explains_every_flag(capsys: pytest.CaptureFixture[str], subcommand: str) -> None:
     assert cli.main([subcommand, "--help"]) == 0

@@ -6,15 +6,24 @@ import asyncio
 import concurrent.futures
 import contextlib
 import functools
+import gc
+import sys
+import time
 import traceback
+import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+from unittest import mock
 
 import anyio
 import anyio.lowlevel
 import pytest
 
 import interlace
+from interlace._core.schedule import Settings
+from interlace._core.strategy import Chooser
 from interlace.errors import UnsupportedOperationError
+from interlace.harness._loop import ControlledEventLoop
 
 Scenario = Callable[[], Awaitable[None]]
 
@@ -180,7 +189,7 @@ async def correct_spin_wait() -> None:
 
     async def setter() -> None:
         await asyncio.sleep(0)
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(0.002)  # near: busy work gets there in 2,000 steps
         flag["set"] = True
 
     task = asyncio.create_task(setter())
@@ -232,29 +241,71 @@ async def _open_a_socket() -> None:
     await asyncio.open_connection("127.0.0.1", 9)
 
 
-def test_real_network_io_fails_at_the_call_with_what_to_do() -> None:
-    exploration = interlace.explore(_open_a_socket, max_schedules=1, seed=0)
-    assert exploration.failure is not None
-    exc = exploration.failure.exception
-    assert isinstance(exc, UnsupportedOperationError)
-    assert str(exc).startswith(
+def test_real_network_io_stops_the_exploration_with_what_to_do() -> None:
+    # A refusal is a limit of the harness, not a bug of the program: no failing schedule,
+    # no replay token, no "fails under stock order".
+    with pytest.raises(UnsupportedOperationError) as caught:
+        interlace.explore(_open_a_socket, max_schedules=1, seed=0)
+    assert str(caught.value).startswith(
         "loop.create_connection() was called to open a network connection: real I/O cannot "
         "be scheduled deterministically"
     )
-    assert "in-memory fake" in str(exc)
+    assert "in-memory fake" in str(caught.value)
 
 
 async def _subprocess() -> None:
     await asyncio.create_subprocess_exec("true")
 
 
-def test_subprocesses_fail_at_the_call() -> None:
-    exploration = interlace.explore(_subprocess, max_schedules=1, seed=0)
-    assert exploration.failure is not None
-    assert isinstance(exploration.failure.exception, UnsupportedOperationError)
-    assert "loop.subprocess_exec() was called to start a subprocess" in str(
-        exploration.failure.exception
-    )
+async def _subprocess_in_a_task_group() -> None:
+    async with asyncio.TaskGroup() as group:
+        group.create_task(asyncio.sleep(1))
+        group.create_task(_subprocess())
+
+
+async def _subprocess_behind_another_error() -> None:
+    try:
+        await _subprocess()
+    except UnsupportedOperationError as exc:
+        raise ConnectionError("the tool server did not start") from exc
+
+
+async def _subprocess_in_a_forgotten_task() -> None:
+    done = asyncio.Event()
+
+    async def start() -> None:
+        await _subprocess()
+        done.set()
+
+    asyncio.create_task(start())  # noqa: RUF006
+    await done.wait()
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        _subprocess,
+        _subprocess_in_a_task_group,
+        _subprocess_behind_another_error,
+        _subprocess_in_a_forgotten_task,
+    ],
+)
+def test_a_subprocess_stops_the_exploration_however_the_refusal_surfaces(
+    scenario: Scenario,
+) -> None:
+    with pytest.raises(UnsupportedOperationError, match=r"loop\.subprocess_exec\(\) was called"):
+        interlace.explore(scenario, max_schedules=5, seed=0)
+
+
+async def _subprocess_refused_and_handled() -> None:
+    # The program copes with a tool that cannot start: a path a real run can take.
+    with contextlib.suppress(UnsupportedOperationError):
+        await _subprocess()
+
+
+def test_a_refusal_the_program_handles_is_no_error() -> None:
+    exploration = interlace.explore(_subprocess_refused_and_handled, max_schedules=5, seed=0)
+    assert exploration.failure is None
 
 
 async def _lock_order_deadlock() -> None:
@@ -294,8 +345,63 @@ def test_waiting_on_an_event_nobody_sets_is_a_deadlock() -> None:
     failure = interlace.explore(_never_set_event, max_schedules=1, seed=0).failure
     assert failure is not None
     assert failure.kind == "deadlock"
-    assert "waits on Event" in failure.report
-    assert "(no task will set it)" in failure.report
+    assert "waits on an unnamed Event (no task will set it)" in failure.report
+
+
+async def _put_on_a_full_queue() -> None:
+    inbox: asyncio.Queue[int] = asyncio.Queue(maxsize=1)
+    await inbox.put(1)
+    await inbox.put(2)
+
+
+async def _get_from_an_empty_queue() -> None:
+    inbox: asyncio.Queue[int] = asyncio.Queue()
+    await inbox.get()
+
+
+async def _wait_for_a_condition() -> None:
+    changed = asyncio.Condition()
+    async with changed:
+        await changed.wait()
+
+
+async def _acquire_a_taken_semaphore() -> None:
+    slots = asyncio.Semaphore(1)
+    await slots.acquire()
+    async with slots:
+        pass
+
+
+async def _wait_for_an_event() -> None:
+    ready = asyncio.Event()
+    await ready.wait()
+
+
+async def _wait_for_a_future_nobody_sets() -> None:
+    reply = asyncio.get_running_loop().create_future()
+    await asyncio.wait([reply, asyncio.create_task(asyncio.sleep(0))])
+
+
+@pytest.mark.parametrize(
+    ("scenario", "expected"),
+    [
+        (_put_on_a_full_queue, "waits on Queue inbox (full: no task will get an item)"),
+        (_get_from_an_empty_queue, "waits on Queue inbox (empty: no task will put an item)"),
+        (_wait_for_a_condition, "waits on Condition changed (no task will notify it)"),
+        (_acquire_a_taken_semaphore, "waits on Semaphore slots held by task 'main' (itself)"),
+        (_wait_for_an_event, "waits on Event ready (no task will set it)"),
+        (_wait_for_a_future_nobody_sets, "waits in asyncio.wait() for future reply"),
+    ],
+    ids=lambda value: getattr(value, "__name__", "")[1:],
+)
+def test_a_deadlock_names_the_local_each_task_waits_on_and_what_would_free_it(
+    scenario: Scenario, expected: str
+) -> None:
+    failure = interlace.explore(scenario, max_schedules=1, seed=0).failure
+    assert failure is not None
+    assert failure.kind == "deadlock"
+    blocked = failure.report.split("Blocked:\n", 1)[1].splitlines()[0]
+    assert blocked.endswith(f") {expected}"), blocked
 
 
 async def _livelock() -> None:
@@ -578,3 +684,51 @@ def test_pytest_fail_is_a_failure() -> None:
     assert failure is not None
     assert failure.kind == "exception"
     assert isinstance(failure.exception, pytest.fail.Exception)
+
+
+class _InterruptedSettings:
+    """Settings whose ``jitter_us`` is never read: Ctrl-C lands while the loop is built."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+
+    def __getattr__(self, name: str) -> object:
+        if name == "jitter_us":
+            raise KeyboardInterrupt
+        return getattr(self._settings, name)
+
+
+@pytest.mark.parametrize("where", ["BaseEventLoop.__init__", "ControlledEventLoop.__init__"])
+def test_a_loop_whose_construction_is_interrupted_is_dropped_quietly(
+    where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    unraisable: list[str] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda hook: unraisable.append(repr(hook)))
+    settings: Any = Settings()
+    if where == "BaseEventLoop.__init__":
+        # Before BaseEventLoop.__init__ sets _debug, which the stock __del__'s repr reads.
+        monkeypatch.setattr(time, "get_clock_info", mock.Mock(side_effect=KeyboardInterrupt))
+    else:
+        # After it: before this loop sets _job_executor, which close() reads.
+        settings = _InterruptedSettings(settings)
+    with pytest.raises(KeyboardInterrupt):
+        ControlledEventLoop(Chooser(), settings)
+    monkeypatch.undo()
+    gc.collect()
+    assert unraisable == []
+
+
+def test_an_unclosed_loop_is_closed_without_a_resource_warning(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A run interrupted between building its loop and closing it; the loop holds no OS
+    # resource, so there is nothing to warn about.
+    unraisable: list[str] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda hook: unraisable.append(repr(hook)))
+    loop = ControlledEventLoop(Chooser(), Settings())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        del loop
+        gc.collect()
+    assert [str(w.message) for w in caught] == []
+    assert unraisable == []

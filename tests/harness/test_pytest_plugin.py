@@ -7,12 +7,16 @@ tests and the plugin cannot drift apart. Settings validation runs in-process thr
 
 from __future__ import annotations
 
+import asyncio
+import importlib.util
 import os
 import re
 import signal
 import subprocess
 import sys
+import textwrap
 import time
+from fnmatch import fnmatch
 
 import pytest
 
@@ -139,7 +143,7 @@ def test_the_printed_replay_line_fails_the_same_way_until_the_bug_is_fixed(
     fixed = run(pytester, *args)
     fixed.assert_outcomes(passed=1)
     fixed.stdout.fnmatch_lines(
-        [plugin.MSG_REPLAY_PASSED.format(nodeid="test_bank.py::test_lost_update")]
+        [plugin.MSG_REPLAY_PASSED.format(nodeid="test_bank.py::test_lost_update", fixtures="")]
     )
 
 
@@ -219,11 +223,12 @@ def test_a_deadlock_fails_with_the_report_and_passing_tests_show_schedules_and_s
             "    task 'Task-2' at test_locks.py:* waits on Lock second held by task 'Task-3'",
             "    task 'Task-3' at test_locks.py:* waits on Lock first held by task 'Task-2'",
             "  pytest 'test_locks.py::test_lock_order' --interlace-replay=il1.*",
-            "  interlace.replay(<test_locks.test_lock_order called with its fixtures>, 'il1.*')",
         ]
     )
     assert "All traceback entries are hidden" not in result.stdout.str()
-    assert "interlace replay test_locks.py" not in result.stdout.str()  # it takes fixtures
+    # It takes fixtures: no function a user could pass to interlace.replay or the CLI.
+    assert "interlace.replay(" not in result.stdout.str()
+    assert "interlace replay test_locks.py" not in result.stdout.str()
     with_a_lock = pattern(
         plugin.MSG_EXPLORED,
         nodeid="test_locks.py::test_with_a_lock",
@@ -318,14 +323,11 @@ def test_explored_tests_see_the_controlled_loop_and_their_neighbours_do_not(
         """,
     )
     result = run(pytester, "-rs")
-    result.assert_outcomes(passed=7, failed=1, skipped=1)
+    result.assert_outcomes(passed=7, skipped=2)
     result.stdout.fnmatch_lines(
         [
-            "*"
-            + plugin.MSG_ANYIO_BACKEND.format(
-                nodeid="test_b_neighbours.py::test_explored_with_anyio[[]trio]",
-                backend="trio",
-            )[:60]
+            "SKIPPED [[]1] test_b_neighbours.py:*: "
+            + plugin.MSG_ANYIO_VARIANT.format(backend="trio")[:60]
             + "*",
             "SKIPPED * skipped from inside",
         ]
@@ -800,8 +802,6 @@ def test_a_plain_test_runs_its_threads_under_control_and_its_replay_line_fails_t
             "E       assert 2 == 1",
             "E       interlace: failing schedule (*), needs thread preemption.",
             f"E           pytest '{nodeid}' --interlace-replay=il1.*",
-            "E           interlace.replay(<test_clients.test_one_client called with its "
-            "fixtures>, 'il1.*')",
             "*- Captured interlace call -*",
             pattern(plugin.MSG_EXPLORED, nodeid=nodeid, seed=7),
             "Failing schedule (* steps, shrunk from *):",
@@ -811,6 +811,7 @@ def test_a_plain_test_runs_its_threads_under_control_and_its_replay_line_fails_t
             "Label: needs thread preemption (1 deviation from stock order)",
         ]
     )
+    assert "interlace.replay(" not in found.stdout.str()  # it takes a fixture
     args = replay_line(found.stdout.str(), nodeid)
 
     replayed = run(pytester, *args)
@@ -827,7 +828,8 @@ def test_a_plain_test_runs_its_threads_under_control_and_its_replay_line_fails_t
     pytester.makepyfile(test_clients=THREAD_FIXED)
     fixed = run(pytester, *args)
     fixed.assert_outcomes(passed=1)
-    fixed.stdout.fnmatch_lines([plugin.MSG_REPLAY_PASSED.format(nodeid=nodeid)])
+    fixtures = plugin.MSG_REPLAY_PASSED_FIXTURES.format(names="keys")
+    fixed.stdout.fnmatch_lines([plugin.MSG_REPLAY_PASSED.format(nodeid=nodeid, fixtures=fixtures)])
     explored = run(pytester, "-rP")
     explored.assert_outcomes(passed=1)
     explored.stdout.fnmatch_lines(
@@ -1215,3 +1217,368 @@ def test_pytest_timeout_thread_method_ends_a_blocked_plain_explored_test(
     result = pytester.runpytest_subprocess(*_QUIET, timeout=30)
     assert result.ret == 1
     result.stdout.fnmatch_lines(["*+ Timeout +*", "*os.read(read_end, 1)", "*+ Timeout +*"])
+
+
+ALARM_DELAYS = (0.2, 0.3, 0.45, 0.6, 0.75, 0.9)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the signal method needs SIGALRM")
+def test_a_pytest_timeout_alarm_fails_the_test_with_the_timeout_wherever_it_lands(
+    pytester: pytest.Pytester,
+) -> None:
+    # Long explorations of correct code, each cut by an alarm at another moment: it lands in
+    # the test's code, in a task, in interlace's scheduler, in an asyncio callback or in a
+    # __del__. Before, it was reported as a failing schedule, as a deadlock, or swallowed.
+    pytester.makeini(INI)
+    pytester.makepyfile(
+        f"""
+        import asyncio
+        import threading
+
+        import pytest
+
+        import interlace.harness.api  # not imported by the first test, inside its timeout
+
+        DELAYS = [
+            pytest.param(delay, marks=pytest.mark.timeout(delay, method="signal"))
+            for delay in {ALARM_DELAYS!r}
+        ]
+
+
+        class Registry:
+            def __init__(self):
+                self._lock = asyncio.Lock()
+                self._items = {{}}
+
+            async def get(self, key):
+                async with self._lock:
+                    if key not in self._items:
+                        await asyncio.sleep(0)
+                        self._items[key] = object()
+                    return self._items[key]
+
+
+        @pytest.mark.parametrize("delay", DELAYS)
+        @pytest.mark.interlace(max_schedules=10**7, seed=1)
+        async def test_tasks(delay):
+            registry = Registry()
+            queue = asyncio.Queue(maxsize=2)
+
+            async def produce():
+                for i in range(5):
+                    await queue.put(i)
+                    await asyncio.sleep(0)
+
+            async def consume():
+                for _ in range(5):
+                    await queue.get()
+                    await registry.get(1)
+
+            await asyncio.gather(produce(), consume(), registry.get(1), registry.get(2))
+
+
+        @pytest.mark.parametrize("delay", DELAYS)
+        @pytest.mark.interlace(max_schedules=10**7, seed=1)
+        def test_threads(delay):
+            lock = threading.Lock()
+            count = [0]
+
+            def work():
+                with lock:
+                    count[0] += 1
+
+            threads = [threading.Thread(target=work) for _ in range(3)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            assert count[0] == 3
+        """
+    )
+    # An alarm lost as before lets an exploration run its 10**7 schedules: the session is cut.
+    result = pytester.runpytest_subprocess(*_QUIET, timeout=180)
+    output = result.stdout.str()
+    result.assert_outcomes(failed=2 * len(ALARM_DELAYS))
+    for delay in ALARM_DELAYS:
+        timeout = f"Failed: Timeout (>{delay}s) from pytest-timeout."
+        assert len(re.findall(rf"^E +{re.escape(timeout)}$", output, re.MULTILINE)) == 2, output
+    note = "*" + pattern(plugin.MSG_TIMEOUT) + "*"
+    notes = [line for line in output.splitlines() if fnmatch(line, note)]
+    assert len(notes) == 2 * len(ALARM_DELAYS), output
+    for wrong in ("interlace found", "failing schedule", "warnings summary", "Exception ignored"):
+        assert wrong not in output
+
+
+def test_a_marker_mistake_and_a_replay_divergence_are_printed_once(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini(INI)
+    pytester.makepyfile(
+        test_once="""
+        import asyncio
+
+        import pytest
+
+
+        @pytest.mark.interlace(seed=-1)
+        async def test_negative_seed():
+            pass
+
+
+        @pytest.mark.interlace(seed=1)
+        async def test_short():
+            await asyncio.sleep(0)
+        """
+    )
+    result = run(pytester, "test_once.py::test_negative_seed")
+    result.assert_outcomes(errors=1)
+    message = plugin.MSG_NOT_WHOLE.format(
+        setting="seed", value=-1, source=plugin.SOURCE_MARKER, minimum=0
+    )
+    output = result.stdout.str()
+    assert output.count(message) == 1, output  # the short summary line has it cut short
+    assert "During handling of the above exception" not in output
+
+    # A token whose decision comes after the end of test_short's only run.
+    token = _async_token_deciding_late()
+    diverged = run(pytester, "test_once.py::test_short", f"--interlace-replay={token}")
+    diverged.assert_outcomes(failed=1)
+    output = diverged.stdout.str()
+    assert output.count("interlace could not replay the schedule") == 1, output
+    assert "During handling of the above exception" not in output
+    # A token from a different test is one of the causes it names.
+    diverged.stdout.fnmatch_lines(
+        ["*" + pattern(plugin.MSG_REPLAY_DIVERGED, nodeid="test_once.py::test_short")]
+    )
+
+
+def _async_token_deciding_late() -> str:
+    """A token of an async def exploration whose decision comes after its 20th step."""
+
+    async def fails() -> None:
+        for _ in range(20):
+            await asyncio.sleep(0)
+        count = [0]
+
+        async def increment() -> None:
+            seen = count[0]
+            await asyncio.sleep(0)
+            count[0] = seen + 1
+
+        task = asyncio.create_task(increment())
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        await increment()
+        await task
+        assert count[0] == 2
+
+    failure = interlace.explore(fails, max_schedules=200, seed=0).failure
+    assert failure is not None
+    assert failure.deviations == 1
+    return failure.token
+
+
+def test_the_printed_replay_line_works_from_the_directory_pytest_ran_in(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makeini(INI)
+    sub = pytester.mkdir("sub")
+    (sub / "test_bank.py").write_text(textwrap.dedent(BUGS))
+    monkeypatch.chdir(sub)
+    found = run(pytester)
+    found.assert_outcomes(failed=1)
+    # The rootdir is pytester.path (its ini); the node id says sub/test_bank.py.
+    found.stdout.fnmatch_lines(
+        [pattern(plugin.MSG_EXPLORED, nodeid="sub/test_bank.py::test_lost_update", seed=7)]
+    )
+    args = replay_line(found.stdout.str(), "test_bank.py::test_lost_update")
+    assert "sub/" not in " ".join(args)
+
+    replayed = run(pytester, *args)
+    replayed.assert_outcomes(failed=1)
+    replayed.stdout.fnmatch_lines(
+        [
+            plugin.MSG_REPLAY_FAILED.format(
+                nodeid="sub/test_bank.py::test_lost_update", kind="exception"
+            )
+        ]
+    )
+
+
+def test_a_token_from_a_different_test_says_it_may_be_one(pytester: pytest.Pytester) -> None:
+    pytester.makeini(INI)
+    pytester.makepyfile(
+        test_bank=BUGS
+        + """
+
+@pytest.mark.interlace(seed=7)
+async def test_other():
+    for _ in range(10):
+        await asyncio.sleep(0)
+"""
+    )
+    found = run(pytester, "test_bank.py::test_lost_update")
+    _, option = replay_line(found.stdout.str(), "test_bank.py::test_lost_update")
+    other = run(pytester, "test_bank.py::test_other", option)
+    other.assert_outcomes(passed=1)
+    other.stdout.fnmatch_lines(
+        [plugin.MSG_REPLAY_PASSED.format(nodeid="test_bank.py::test_other", fixtures="")]
+    )
+    assert "a token from a different test" in plugin.MSG_REPLAY_PASSED
+    assert "different test" in plugin.MSG_REPLAY_DIVERGED
+
+
+FIXTURE_STATE = """
+import asyncio
+
+import pytest
+import pytest_asyncio
+
+
+@pytest.fixture
+def registry():
+    return {}
+
+
+@pytest.mark.interlace(max_schedules=20, seed=1)
+async def test_fixture_state(registry):
+    assert "k" not in registry
+    registry["k"] = 1
+    await asyncio.sleep(0)
+
+
+@pytest_asyncio.fixture
+async def lock():
+    lock = asyncio.Lock()
+    async with lock:
+        pass
+    return lock
+
+
+@pytest.mark.interlace(max_schedules=20, seed=1)
+async def test_fixture_lock(lock):
+    async def critical():
+        async with lock:
+            await asyncio.sleep(0)
+
+    await asyncio.gather(critical(), critical())
+
+
+runs = []
+
+
+@pytest.mark.interlace(max_schedules=20, seed=1)
+async def test_module_state():
+    runs.append(1)
+    await asyncio.sleep(0)
+    assert len(runs) == 1
+"""
+
+
+def test_a_failure_left_by_earlier_schedules_in_fixtures_says_so(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini(INI)
+    pytester.makepyfile(test_fixtures=FIXTURE_STATE)
+    found = run(pytester)
+    found.assert_outcomes(failed=3)
+    output = found.stdout.str()
+    earlier = plugin.MSG_EARLIER_STATE.format(
+        where=plugin.MSG_EARLIER_STATE_FIXTURES.format(names="registry")
+    )
+    assert f"E       {earlier}" in output
+    assert f"E           {plugin.MSG_OTHER_LOOP}" in output
+    globals_left = plugin.MSG_EARLIER_STATE.format(where=plugin.MSG_EARLIER_STATE_GLOBALS)
+    assert f"E       {globals_left}" in output
+    assert output.count("interlace: this is the stock-order schedule") == 2  # not for the lock
+    # The two that take fixtures have no API or CLI line; the third has both.
+    assert "interlace.replay(test_fixtures.test_fixture_" not in output
+    assert "called with its fixtures" not in output
+    assert "interlace.replay(test_fixtures.test_module_state, " in output
+
+    args = replay_line(output, "test_fixtures.py::test_fixture_state")
+    replayed = run(pytester, *args)
+    replayed.assert_outcomes(passed=1)
+    fixtures = plugin.MSG_REPLAY_PASSED_FIXTURES.format(names="registry")
+    replayed.stdout.fnmatch_lines(
+        [
+            plugin.MSG_REPLAY_PASSED.format(
+                nodeid="test_fixtures.py::test_fixture_state", fixtures=fixtures
+            )
+        ]
+    )
+
+
+def test_a_failure_under_stock_order_on_the_first_schedule_gets_no_such_note(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini(INI)
+    pytester.makepyfile(
+        """
+        import pytest
+
+
+        @pytest.fixture
+        def registry():
+            return {}
+
+
+        @pytest.mark.interlace(seed=1)
+        async def test_fails_every_time(registry):
+            assert registry
+        """
+    )
+    found = run(pytester)
+    found.assert_outcomes(failed=1)
+    assert "interlace: this is the stock-order schedule" not in found.stdout.str()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("trio") is None, reason="needs trio installed")
+def test_anyios_trio_variant_of_a_marked_test_is_skipped(pytester: pytest.Pytester) -> None:
+    pytester.makeini(INI)
+    pytester.makepyfile(
+        test_variants="""
+        import anyio
+        import pytest
+
+
+        @pytest.mark.anyio
+        @pytest.mark.interlace(max_schedules=5)
+        async def test_on_anyios_backends():
+            async with anyio.create_task_group() as group:
+                group.start_soon(anyio.sleep, 0)
+        """,
+        test_only_trio="""
+        import pytest
+
+
+        @pytest.fixture
+        def anyio_backend():
+            return "trio"
+
+
+        @pytest.mark.anyio
+        @pytest.mark.interlace(max_schedules=5)
+        async def test_asks_for_trio():
+            pass
+        """,
+    )
+    result = run(pytester, "-rs", "-v")
+    result.assert_outcomes(passed=1, skipped=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_on_anyios_backends?asyncio? PASSED*",
+            "SKIPPED [[]1] test_variants.py:*: "
+            + plugin.MSG_ANYIO_VARIANT.format(backend="trio")[:60]
+            + "*",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "*"
+            + plugin.MSG_ANYIO_BACKEND.format(
+                nodeid="test_only_trio.py::test_asks_for_trio", backend="trio"
+            )[:60]
+            + "*"
+        ]
+    )

@@ -192,7 +192,11 @@ def test_a_callback_that_raises_goes_to_the_exception_handler_and_the_run_goes_o
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(_loop.ControlledEventLoop, "_collect_exception", collect)
-        run(a_callback_that_raises, Chooser())
+        result = AsyncioBackend(a_callback_that_raises, Settings()).run(Chooser())
+    # The main task ran to its end (its own assertion held), then the callback's exception,
+    # which nothing retrieved, failed the run (tests/harness/test_lost_exceptions.py).
+    assert result.kind == "exception"
+    assert isinstance(result.exception, ValueError)
     assert len(seen) == 1
     assert isinstance(seen[0]["exception"], ValueError)
     assert seen[0]["message"].startswith("Exception in callback ")

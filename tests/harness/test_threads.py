@@ -522,26 +522,84 @@ def test_an_exploration_leaves_an_own_sigint_handler_in_place() -> None:
 # -- executor jobs and event loops in threads ---------------------------------------------------
 
 
-def job_races_task() -> None:
-    """A to_thread job and a task on the loop both get-or-create: run by asyncio.run."""
+async def _job_races_task() -> None:
+    """A to_thread job and a task on the loop both get-or-create."""
     registry = Registry()
-
-    async def main() -> None:
-        job = asyncio.create_task(asyncio.to_thread(registry.get, "k"))
-        await asyncio.sleep(0)
-        registry.get("k")
-        await job
-
-    asyncio.run(main())
+    job = asyncio.create_task(asyncio.to_thread(registry.get, "k"))
+    await asyncio.sleep(0)
+    registry.get("k")
+    await job
     assert registry.created == 1, f"created {registry.created} times"
 
 
-def test_an_executor_job_racing_a_task_is_found_when_the_loop_runs_in_a_plain_target() -> None:
-    failure = interlace.explore(job_races_task, seed=SEED, max_schedules=300).failure
+def job_races_task() -> None:
+    """The same, as a plain function that runs the event loop itself."""
+    asyncio.run(_job_races_task())
+
+
+def test_a_plain_target_that_runs_tasks_on_its_own_event_loop_is_refused() -> None:
+    # Its tasks would run in stock order only: a race between them could never be found,
+    # and a pass would claim what was not explored.
+    with pytest.raises(InvalidTargetError) as caught:
+        interlace.explore(job_races_task, seed=SEED, max_schedules=300)
+    assert str(caught.value).startswith(
+        "the plain function job_races_task runs an event loop itself (asyncio.run, "
+        "asyncio.Runner or loop.run_until_complete, at tests/harness/test_threads.py:"
+    )
+    assert "two of its tasks were ready to run at once" in str(caught.value)
+    assert "Make job_races_task an async def function that awaits the coroutine" in str(
+        caught.value
+    )
+
+
+def test_an_executor_job_racing_a_task_is_found_when_the_target_is_async() -> None:
+    failure = interlace.explore(_job_races_task, seed=SEED, max_schedules=300).failure
     assert failure is not None
     assert failure.label == PREEMPTION
     assert failure.deviations == 1
     assert "asyncio_0" in failure.report  # the executor's worker thread is in the schedule
+
+
+def one_task_on_its_own_loop() -> None:
+    """A sync wrapper around one coroutine (a client's blocking API): no task order to explore."""
+    registry = Registry()
+
+    async def fetch() -> object:
+        await asyncio.sleep(0)
+        return registry.get("k")
+
+    _run_threads(lambda: registry.get("k"), lambda: asyncio.run(fetch()))
+    assert asyncio.run(fetch()) is registry.get("k")
+    assert registry.created == 1, f"created {registry.created} times"
+
+
+def test_a_plain_target_may_run_one_task_at_a_time_on_its_own_loop() -> None:
+    failure = interlace.explore(one_task_on_its_own_loop, seed=SEED, max_schedules=300).failure
+    assert failure is not None  # the thread race is still found
+    assert failure.label == PREEMPTION
+
+
+def _loop_in_a_thread_with(*coroutines: Callable[[], Any]) -> Callable[[], None]:
+    def scenario() -> None:
+        async def main() -> None:
+            await asyncio.gather(*(coroutine() for coroutine in coroutines))
+
+        _run_threads(lambda: asyncio.run(main()))
+
+    return scenario
+
+
+@pytest.mark.parametrize(("tasks", "exhausted"), [(1, True), (2, False)])
+def test_tasks_on_a_loop_in_a_started_thread_never_count_as_exhausting_the_space(
+    tasks: int, exhausted: bool
+) -> None:
+    # gather() of one coroutine runs it in a task of its own, while the main task waits.
+    coroutines = [lambda: asyncio.sleep(0)] * tasks
+    exploration = interlace.explore(
+        _loop_in_a_thread_with(*coroutines), strategy="exhaustive", seed=SEED, max_schedules=300
+    )
+    assert exploration.failure is None
+    assert exploration.exhausted is exhausted  # two tasks ready at once: an unexplored order
 
 
 # -- threads inside an async def exploration ---------------------------------------------------

@@ -300,7 +300,9 @@ def explore_backend(
     failure: Failure | None = None
     opaque = False
     while schedules < max_schedules:
-        if max_seconds is not None and time.monotonic() - started > max_seconds:
+        # The first schedule runs whatever the budget: an exploration that ran none would
+        # pass a program that fails on every schedule.
+        if schedules and max_seconds is not None and time.monotonic() - started > max_seconds:
             break
         chooser = strategy.next_chooser()
         if chooser is None:

@@ -121,7 +121,8 @@ class Settings:
         window: how many ready entries a decision may look past (bounds per-step cost).
         fairness: how many times in a row an entry may be postponed.
         jitter_us: the timer-jitter window in microseconds (0 disables timer decisions).
-        time_slice: steps without clock movement after which pending timers fire.
+        time_slice: steps without clock movement after which the clock moves by as many
+            microseconds (busy work takes time); in threads, also the switch interval.
         max_steps: the step budget (a run still going after it is a hang).
         max_time_us: the virtual-time budget in microseconds.
     """
@@ -210,15 +211,33 @@ def decode_token(token: str) -> tuple[Settings, tuple[Decision, ...]]:
             "re-run the exploration with this version to get a new token"
         )
     body = text[len(TOKEN_PREFIX) :]
+    problem = _text_problem(body)
+    if problem is not None:
+        raise ReplayTokenError(_damaged(token, problem))
     try:
         packed = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+    except (ValueError, binascii.Error):
+        raise ReplayTokenError(
+            _damaged(token, "no token has its length: a character is missing or left over")
+        ) from None
+    try:
         data = zlib.decompress(packed)
+    except zlib.error as exc:
+        what = (
+            "it ends too early: characters are missing at its end"
+            if "incomplete" in str(exc) or "truncated" in str(exc)
+            else "its characters do not unpack to a schedule: some were changed or left out"
+        )
+        raise ReplayTokenError(_damaged(token, what)) from None
+    try:
         numbers: list[int] = []
         pos = 0
         for _ in range(8):
             value, pos = _get_varint(data, pos)
             numbers.append(value)
         backend, window, fairness, jitter, time_slice, max_steps, max_time, count = numbers
+        if backend >= len(_BACKENDS):
+            raise ValueError("it names no backend this version knows")
         settings = Settings(
             _BACKENDS[backend], window, fairness, jitter, time_slice, max_steps, max_time
         )
@@ -232,10 +251,35 @@ def decode_token(token: str) -> tuple[Settings, tuple[Decision, ...]]:
             step += gap
             decisions.append(Decision(step, kind, choice, actor))
         if pos != len(data):
-            raise ValueError("trailing bytes")
-    except (ValueError, IndexError, zlib.error, binascii.Error) as exc:
-        raise ReplayTokenError(
-            f"replay token {token!r} is damaged ({exc.__class__.__name__}); it may have been "
-            "cut or wrapped when copied: copy the whole token from the failure report"
-        ) from None
+            raise ValueError("its schedule has data past its end")
+    except IndexError:
+        raise ReplayTokenError(_damaged(token, "its schedule stops in the middle")) from None
+    except ValueError as exc:
+        raise ReplayTokenError(_damaged(token, str(exc))) from None
     return settings, tuple(decisions)
+
+
+_TOKEN_ALPHABET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+
+
+def _text_problem(body: str) -> str | None:
+    """What is wrong with the characters after the prefix, if something visibly is."""
+    if not body:
+        return f"nothing follows {TOKEN_PREFIX!r}"
+    for char in body:
+        if char in _TOKEN_ALPHABET:
+            continue
+        if char.isspace():
+            return "it contains whitespace: it was wrapped across lines when copied"
+        return (
+            f"it contains {char!r}, which no token contains (a token has letters, digits, "
+            "'-' and '_' only)"
+        )
+    return None
+
+
+def _damaged(token: str, problem: str) -> str:
+    return (
+        f"replay token {token!r} is damaged: {problem}. Copy the whole token, on one line, "
+        "from the failure report"
+    )

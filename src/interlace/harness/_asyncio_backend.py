@@ -19,16 +19,23 @@ from typing import Any
 from interlace._core.result import RunResult, StepRecord
 from interlace._core.schedule import READY, THREAD, Decision, Settings
 from interlace._core.strategy import Chooser
+from interlace.errors import UnsupportedOperationError
 from interlace.harness import _interrupt
 from interlace.harness._footprint import AVAILABLE as FOOTPRINTS
 from interlace.harness._footprint import Tracer
 from interlace.harness._introspect import describe_task, is_library_file, location_of, ownership
-from interlace.harness._loop import Blocked, ControlledEventLoop, Diverged, OverBudget
+from interlace.harness._loop import (
+    Blocked,
+    ControlledEventLoop,
+    ControlledTask,
+    Diverged,
+    OverBudget,
+)
 from interlace.harness._mixed import MixedRun
 from interlace.harness._por import ModelRecorder
 from interlace.harness._threads import _Abort, _raised_at
 
-__all__ = ("AsyncioBackend", "is_passthrough")
+__all__ = ("AsyncioBackend", "is_passthrough", "refusal")
 
 _CLEANUP_STEPS = 10_000
 _TRACE_LIMIT = 400
@@ -82,15 +89,17 @@ class _Recorder:
                 resumed, _ = location_of(task)
             handle._run()
             if task.done():
+                # Read without task.exception(), which would mark the exception retrieved:
+                # the recorded run must fail the way the explored one did.
+                exc = None if task.cancelled() else task._exception
                 if task.cancelled():
                     suspended = "cancelled"
-                elif isinstance(task.exception(), _Abort):
+                elif isinstance(exc, _Abort):
                     # The thread scheduler ended the run while this step ran (a deadlock
                     # or a failure in a thread): it stopped where the run ended.
-                    where = _raised_at(task.exception()).rpartition(" raised ")[0]
+                    where = _raised_at(exc).rpartition(" raised ")[0]
                     suspended = f"{where} (the run ended here)".strip()
-                elif task.exception() is not None:
-                    exc = task.exception()
+                elif exc is not None:
                     suspended = f"raised {type(exc).__name__}: {exc}"
                 else:
                     suspended = "finished"
@@ -192,7 +201,7 @@ class AsyncioBackend:
                 detail = _deadlock_detail(loop)
             except OverBudget as exc:
                 kind = "hang"
-                detail = _hang_detail(loop, str(exc), recorder)
+                detail = _hang_detail(loop, str(exc), recorder, exc.note)
             except Diverged:
                 pass
             except _Abort:
@@ -229,6 +238,11 @@ class AsyncioBackend:
             raise passthrough
         ctl = mixed.ctl if mixed is not None else None
         divergence = loop.divergence
+        lost = _lost_exceptions(loop)
+        for lost_exc, _ in lost:
+            refused = refusal(lost_exc)
+            if refused is not None:
+                raise refused
         decisions: Sequence[Decision] = loop.decisions
         trace = tuple(recorder.records) if recorder is not None else ()
         if ctl is not None:
@@ -245,6 +259,28 @@ class AsyncioBackend:
             trace = tuple(sorted((*trace, *ctl.records), key=lambda record: record.step))
         if loop.error is not None:
             raise loop.error
+        refused = refusal(exception) if kind == "exception" else None
+        if refused is not None:
+            raise refused
+        if lost and not divergence:
+            if kind is None:
+                # The run passed, but a task or callback raised and nothing saw it: the
+                # exception escaped the program as surely as one that escapes the target.
+                kind = "exception"
+                exception, detail = lost[0]
+                exception = exception.with_traceback(_user_traceback(exception.__traceback__))
+                note = "interlace: " + detail
+                if note not in getattr(exception, "__notes__", ()):  # one instance, many runs
+                    exception.add_note(note)
+                model = None
+            elif kind != "exception":
+                detail += "\nEnded with an exception nothing retrieved:\n" + "\n".join(
+                    f"  {text}" for _, text in lost
+                )
+        if loop.overtime is not None and kind is not None and kind != "hang":
+            # It failed in overtime, after the clock jumped to a timer the busy work had not
+            # reached: a stock loop fails so only if the busy work lasts that long.
+            kind, exception, detail = "hang", None, _overtime_detail(loop, kind, exception)
         return RunResult(
             model=model,
             kind=kind,
@@ -254,8 +290,99 @@ class AsyncioBackend:
             decisions=decisions,
             trace=trace,
             divergence=divergence,
-            opaque=loop.opaque,
+            opaque=loop.opaque or (ctl is not None and ctl.stock_loop_tasks),
         )
+
+
+_MSG_LOST_TASK = (
+    "task {task!r} raised {error} and nothing retrieved its exception (no task awaited it, "
+    "and nothing called its result() or exception()); a stock event loop logs 'Task exception "
+    "was never retrieved' and goes on. Await the task (or gather it), or handle the error "
+    "inside it"
+)
+_MSG_LOST_CALLBACK = (
+    "the callback {callback} raised {error} in the event loop; a stock event loop logs "
+    "'Exception in callback' and goes on. Handle the error inside the callback"
+)
+_MSG_LOST_AT_SHUTDOWN = (
+    "task {task!r} raised {error} when it was cancelled at the end of the run; asyncio.run "
+    "logs 'unhandled exception during asyncio.run() shutdown'. Let CancelledError through "
+    "(a finally block that raises replaces it)"
+)
+
+
+def _error_text(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def _counts(exc: object) -> bool:
+    """An exception of the program's own (not a signal of the harness or a passthrough)."""
+    return (
+        isinstance(exc, BaseException)
+        and not isinstance(exc, (asyncio.CancelledError, _Abort, Blocked, OverBudget, Diverged))
+        and not is_passthrough(exc)
+    )
+
+
+def _lost_exceptions(loop: ControlledEventLoop) -> list[tuple[BaseException, str]]:
+    """Exceptions of the run that nothing retrieved, each with a sentence saying whose.
+
+    The order is the same in every run of a schedule: callbacks by the step they ran at,
+    then tasks by creation. A task's unretrieved exception reaches the exception handler
+    when the task is freed, which for a task in a reference cycle depends on the garbage
+    collector; so every task of the run is also looked at here, and the handler's reports
+    of tasks only confirm what this finds. Plain futures are left out: only the collector
+    would say whether a future in a cycle was dropped during the run.
+    """
+    found: dict[tuple[int, int], tuple[BaseException, str]] = {}
+    for step, context in loop.unhandled:
+        exc = context.get("exception")
+        if not _counts(exc):
+            continue
+        assert isinstance(exc, BaseException)
+        task = context.get("future") or context.get("task")
+        handle = context.get("handle")
+        if isinstance(task, ControlledTask) and task.get_loop() is loop:
+            template = _MSG_LOST_AT_SHUTDOWN if "shutdown" in context["message"] else _MSG_LOST_TASK
+            text = template.format(task=task.get_name(), error=_error_text(exc))
+            found.setdefault((1, task._il_id), (exc, text))
+        elif handle is not None and task is None:
+            callback = _callable_name(getattr(handle, "_callback", None))
+            text = _MSG_LOST_CALLBACK.format(callback=callback, error=_error_text(exc))
+            found.setdefault((0, step), (exc, text))
+    for ref in loop.tasks:
+        task = ref()
+        if task is None or not task.done() or task.cancelled():
+            continue
+        if not task._log_traceback:
+            continue  # retrieved (or reported when it was freed: the handler saw it)
+        exc = task.exception()  # marks it retrieved: the stock loop would not log it again
+        if _counts(exc):
+            assert exc is not None
+            text = _MSG_LOST_TASK.format(task=task.get_name(), error=_error_text(exc))
+            found.setdefault((1, task._il_id), (exc, text))
+    return [found[key] for key in sorted(found)]
+
+
+def refusal(exc: BaseException | None) -> UnsupportedOperationError | None:
+    """interlace's refusal of an operation, if ``exc`` is one or was caused by one.
+
+    A refusal is no bug of the program: the explored code cannot run here at all (real I/O,
+    a subprocess), so it ends the exploration as an error instead of counting as a failure.
+    """
+    pending = [exc]
+    seen = 0
+    while pending and seen < 50:
+        current = pending.pop()
+        seen += 1
+        if current is None:
+            continue
+        if isinstance(current, UnsupportedOperationError):
+            return current
+        if isinstance(current, BaseExceptionGroup):
+            pending.extend(current.exceptions)
+        pending.extend((current.__cause__, current.__context__))
+    return None
 
 
 def _user_traceback(tb: types.TracebackType | None) -> types.TracebackType | None:
@@ -277,14 +404,34 @@ def _deadlock_detail(loop: ControlledEventLoop) -> str:
     return "\n".join(lines)
 
 
-def _hang_detail(loop: ControlledEventLoop, reason: str, recorder: _Recorder | None) -> str:
-    lines = [f"Still running: {reason} (virtual time {loop.time():g} s)."]
+def _hang_detail(
+    loop: ControlledEventLoop, reason: str, recorder: _Recorder | None, note: str = ""
+) -> str:
+    lines = [f"Still running: {reason} (virtual time {loop.elapsed():g} s)."]
+    if note:
+        lines.append(note)
     if recorder is not None and recorder.records:
         recent = collections.Counter(r.actor for r in recorder.records)
         lines.append(f"Tasks that kept running in the last {len(recorder.records)} steps:")
         lines.extend(f"  {name!r}: {count} steps" for name, count in recent.most_common())
     lines.append("Every task at the end:")
     lines.extend("  " + describe_task(task) for task in _pending_tasks(loop))
+    return "\n".join(lines)
+
+
+def _overtime_detail(loop: ControlledEventLoop, kind: str, exception: BaseException | None) -> str:
+    """The hang report of a run that failed in overtime (see ``_loop``'s ``_out_of_steps``)."""
+    if kind == "exception" and exception is not None:
+        text = str(exception).splitlines()[0] if str(exception) else ""
+        ended = f"raised {type(exception).__name__}" + (f": {text}" if text else "")
+    else:
+        ended = f"ended in a {kind}"
+    lines = [
+        f"Still running: the run took more than {loop._settings.max_steps} steps "
+        f"(virtual time {loop.overtime_from:g} s).",
+        f"{loop.overtime} Continued past the budget with the clock moving on to each pending "
+        f"timer (as if the busy work took that long), the run then {ended}.",
+    ]
     return "\n".join(lines)
 
 
@@ -328,6 +475,15 @@ def _cleanup(loop: ControlledEventLoop, *, close: bool = True) -> None:
                 loop.run_until_complete(gathered)
             except (Blocked, OverBudget, Diverged):
                 gathered.cancel()
+            for task in pending:
+                # What asyncio.run reports of the tasks it cancels at its end.
+                if task.done() and not task.cancelled() and task.exception() is not None:
+                    context = {
+                        "message": "unhandled exception during asyncio.run() shutdown",
+                        "exception": task.exception(),
+                        "task": task,
+                    }
+                    loop.unhandled.append((loop._step, context))
         if not loop.is_closed():
             try:
                 loop._max_steps = loop._step + _CLEANUP_STEPS

@@ -23,6 +23,7 @@ from typing import Any
 
 __all__ = (
     "describe_task",
+    "describe_timer",
     "describe_wait",
     "is_library_file",
     "location_of",
@@ -136,19 +137,48 @@ def name_of(obj: Any, code: Callable[[types.CodeType], bool] | None = None) -> s
                         continue
                     if function.__closure__ is closure:
                         return function.__code__.co_freevars[closure.index(referrer)]
-        if isinstance(referrer, types.FrameType):
-            if code is not None and not code(referrer.f_code):
+        frame = _suspended_frame(referrer)
+        if frame is not None:
+            if code is not None and not code(frame.f_code):
                 continue
-            for key, value in referrer.f_locals.items():
+            for key, value in frame.f_locals.items():
                 if value is obj:
                     return key
-        if not isinstance(referrer, (list, tuple, dict, types.FrameType)) and hasattr(
-            referrer, "__dict__"
-        ):
+            continue
+        if not isinstance(referrer, (list, tuple, dict)) and hasattr(referrer, "__dict__"):
             for key, value in vars(referrer).items():
                 if value is obj:
                     return f"{type(referrer).__name__}.{key}"
     return fallback or f"(an unnamed {type(obj).__name__})"
+
+
+def _suspended_frame(referrer: object) -> types.FrameType | None:
+    """The frame whose locals ``referrer`` holds: a frame, or a suspended coroutine or
+    generator (since 3.11 a suspended one keeps its locals itself, not in a frame object)."""
+    if isinstance(referrer, types.FrameType):
+        return referrer
+    if isinstance(referrer, types.CoroutineType):
+        return referrer.cr_frame
+    if isinstance(referrer, types.GeneratorType):
+        return referrer.gi_frame
+    if isinstance(referrer, types.AsyncGeneratorType):
+        return referrer.ag_frame
+    return None
+
+
+def _user_code(code: types.CodeType) -> bool:
+    return not is_library_file(code.co_filename)
+
+
+def _named(obj: Any) -> str:
+    """``Kind name`` for a primitive or future, e.g. ``Lock first``, ``an unnamed Event``."""
+    kind = type(obj).__name__
+    if isinstance(obj, asyncio.Future) and not isinstance(obj, asyncio.Task):
+        kind = "future"
+    name = name_of(obj, _user_code)
+    if name.startswith("(an unnamed "):
+        return f"an unnamed {kind}"
+    return f"{kind} {name}"
 
 
 _CONTAINERS = (list, tuple, dict, set, collections.deque, collections.OrderedDict)
@@ -215,6 +245,87 @@ def holders_of(primitive: Any) -> list[asyncio.Task[Any]]:
     return holders
 
 
+def _awaited(future: Any) -> str:
+    if isinstance(future, asyncio.Task):
+        return "task " + _task_label(future)
+    return _named(future)
+
+
+def _library_wait(task: asyncio.Task[Any], waiter: Any) -> str | None:
+    """What a task suspended inside ``asyncio.sleep``/``asyncio.wait`` waits for, or None.
+
+    Their future is a local of the stdlib's frame, which says nothing to the user.
+    """
+    innermost: types.FrameType | None = None
+    for frame in _frames_of(task.get_coro()):
+        innermost = frame
+    if innermost is None:
+        return None
+    code = innermost.f_code
+    if not code.co_filename.endswith(os.path.join("asyncio", "tasks.py")):
+        return None
+    if code.co_name == "sleep":
+        delay = innermost.f_locals.get("delay")
+        return f"sleeps (asyncio.sleep({delay!r}))" if delay is not None else "sleeps"
+    if code.co_name == "_wait":
+        futures = innermost.f_locals.get("fs")
+        if futures is None or innermost.f_locals.get("waiter") is not waiter:
+            return None
+        pending = sorted((f for f in futures if not f.done()), key=_creation_order)
+        names = ", ".join(_awaited(f) for f in pending)
+        return f"waits in asyncio.wait() for {names or 'finished futures'}"
+    return None
+
+
+_SLEEP_DONE = asyncio.futures._set_result_unless_cancelled  # type: ignore[attr-defined]
+"""The callback of the timer that ends an ``asyncio.sleep``."""
+
+
+def _sleep_timer(waiter: Any) -> Any:
+    """The pending timer that ends an ``asyncio.sleep`` waiting on ``waiter``, if one does."""
+    loop = getattr(waiter, "_loop", None)
+    for timer in getattr(loop, "_scheduled", ()):
+        if (
+            not timer.cancelled()
+            and timer._callback is _SLEEP_DONE
+            and timer._args
+            and timer._args[0] is waiter
+        ):
+            return timer
+    return None
+
+
+def _clock_text(timer: Any) -> str:
+    """When a timer is due: virtual seconds since the run started, on interlace's loop."""
+    epoch = getattr(timer._loop, "epoch", None)
+    if isinstance(epoch, float):
+        return f"virtual time {timer.when() - epoch:g} s"
+    return f"loop time {timer.when():g}"
+
+
+def describe_timer(timer: Any) -> str:
+    """What a pending timer does when it fires: whose sleep it ends, whose timeout it is."""
+    callback = timer._callback
+    args = timer._args or ()
+    if callback is _SLEEP_DONE and args:
+        for task in asyncio.all_tasks(timer._loop):
+            if getattr(task, "_fut_waiter", None) is args[0]:
+                where, _ = location_of(task)
+                at = f" at {where}" if where else ""
+                return f"it ends the sleep of task {_task_label(task)}{at}"
+        return "it ends a sleep"
+    owner = getattr(callback, "__self__", None)
+    timed = getattr(owner, "_task", None)
+    if isinstance(owner, asyncio.Timeout) and isinstance(timed, asyncio.Task):
+        return f"it is the timeout of task {_task_label(timed)}"
+    name = getattr(callback, "__qualname__", None)
+    if not isinstance(name, str):
+        name = type(callback).__qualname__
+    if name == "_release_waiter":
+        return "it is a wait_for() timeout"
+    return f"it calls {name}"
+
+
 def describe_wait(task: asyncio.Task[Any]) -> str:
     """What a suspended task waits on, and who holds it."""
     waiter = getattr(task, "_fut_waiter", None)
@@ -226,27 +337,37 @@ def describe_wait(task: asyncio.Task[Any]) -> str:
     if children is not None:
         pending = [c for c in children if not c.done()]
         names = ", ".join(
-            _task_label(c) if isinstance(c, asyncio.Task) else repr(c) for c in pending
+            _task_label(c) if isinstance(c, asyncio.Task) else _named(c) for c in pending
         )
         return f"waits for gather() of {names or 'finished children'}"
+    sleep = _sleep_timer(waiter)
+    if sleep is not None:
+        return f"sleeps until {_clock_text(sleep)}"
     primitive = _primitive_waiting_on(waiter)
     if primitive is None:
-        return f"waits on a future that nothing will complete ({name_of(waiter)})"
+        inside = _library_wait(task, waiter)
+        if inside is not None:
+            return inside
+        return f"waits on {_named(waiter)} (nothing has completed it)"
     kind = type(primitive).__name__
     if kind == "TaskGroup":
         children = [t for t in getattr(primitive, "_tasks", ()) if isinstance(t, asyncio.Task)]
         names = ", ".join(_task_label(t) for t in sorted(children, key=_creation_order))
         return f"waits for its task group to finish ({names or 'no task left'})"
-    text = f"waits on {kind} {name_of(primitive)}"
+    text = f"waits on {_named(primitive)}"
     holders = holders_of(primitive)
     if holders:
         text += " held by " + ", ".join(
             "task " + _task_label(h) + (" (itself)" if h is task else "") for h in holders
         )
-    elif kind in ("Queue", "LifoQueue", "PriorityQueue"):
-        text += " (no task will put an item)"
+    elif waiter in getattr(primitive, "_putters", ()):
+        text += " (full: no task will get an item)"
+    elif waiter in getattr(primitive, "_getters", ()):
+        text += " (empty: no task will put an item)"
     elif kind == "Event":
         text += " (no task will set it)"
+    elif kind == "Condition":
+        text += " (no task will notify it)"
     return text
 
 

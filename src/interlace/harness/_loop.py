@@ -8,15 +8,29 @@ groups and anyio's asyncio backend run unmodified on top of it.
 The model (documented for users in docs/harness.md):
 
 * Stock order is option 0 everywhere: the ready queue runs FIFO in iterations, exactly as
-  ``BaseEventLoop._run_once`` does, and timers become due when the clock reaches them.
-* Virtual time: the clock stands still while anything is ready, and jumps to the next timer
-  when nothing is. Busy work takes time too: after ``time_slice`` steps without the clock
-  moving, the next pending timer fires (so a spin-wait on a timer terminates, as it does on a
-  real clock).
+  ``BaseEventLoop._run_once`` does, and timers become due when the clock reaches them, in
+  the order of their deadlines at the clock's grain, then of their creation (``_Timer``):
+  on a real clock a timer created later with the same delay has the later deadline.
+* Virtual time: the clock starts at ``EPOCH`` (as ``time.monotonic()``, the stock loop's
+  clock, never starts at 0), stands still while anything is ready, and jumps to the next
+  timer when nothing is, by at least a ``GRAIN`` (waking up takes time, so a sleep shorter
+  than the float resolution of the clock cannot fire again and again at one instant).
+  Busy work takes time too, and no more than the fastest machine would take: every
+  ``time_slice`` steps without the clock moving move it by ``time_slice`` grains (a
+  microsecond a step, as a time slice of points does in controlled threads), so a
+  spin-wait on a near timer ends, and a far timeout never fires because tasks were busy.
+  A spin-wait on a timer farther than the step budget reaches runs on in *overtime*
+  (``_out_of_steps``): it passes if it then ends well, and is reported as the hang it may be
+  if it does not.
+* While the loop runs, ``time.monotonic()``, ``time.time()``, ``perf_counter()`` (and their
+  ``_ns`` forms) read this clock, as they do in controlled threads, and ``time.sleep`` in the
+  loop's thread (which really blocks it) moves it too (``_threads._Local.loop``).
 * Await latency: a task resuming from an await may be postponed behind entries that became
   ready after it (as if the event that woke it had arrived later), or past the next timer.
   First steps of new tasks and plain callbacks are never postponed: their order is fixed by
-  the program, not by timing.
+  the program, not by timing. An entry a timer's callback queued is never postponed behind
+  one a later timer's callback queued, unless that timer could have fired first (timer
+  jitter): on a stock loop they run in the timers' order (``_timer_wakeup``).
 * Timer jitter: of the timers due within ``jitter`` seconds of the next one, a timer created
   *earlier* may fire before one created later with an earlier deadline (the later one's
   deadline drifts by the real time that passed between the two calls).
@@ -34,9 +48,11 @@ import concurrent.futures
 import contextvars
 import heapq
 import itertools
+import math
 import sys
 import threading
 import types
+import weakref
 from asyncio import events, format_helpers, futures
 from collections.abc import Callable, Sequence
 from typing import Any, overload
@@ -45,7 +61,7 @@ from interlace._core.schedule import READY, TIMER, DecisionLog, Settings
 from interlace._core.strategy import NEVER, Chooser
 from interlace.errors import UnsupportedOperationError
 from interlace.harness import _threads
-from interlace.harness._introspect import describe_task
+from interlace.harness._introspect import describe_task, describe_timer
 
 __all__ = ("Blocked", "ControlledEventLoop", "ControlledTask", "Diverged", "OverBudget")
 
@@ -60,6 +76,9 @@ class Blocked(_LoopSignal):
 
 class OverBudget(_LoopSignal):
     """The step or virtual-time budget ran out: a hang."""
+
+    note = ""
+    """What the report should add (how far the next timer is, when the steps ran out)."""
 
 
 class Diverged(_LoopSignal):
@@ -119,6 +138,26 @@ _PARKABLE = (IO,)
 A yield or a timer wakeup may lag past a later timer only by the jitter window (loop lag)."""
 
 
+EPOCH = _threads._EPOCH_MONOTONIC
+"""Where the virtual clock starts, in every run: the stock loop's clock is
+``time.monotonic()``, seconds since the machine booted, never 0.0 (code that takes 0.0 for
+"never" relies on that). It is also where ``time.monotonic()`` starts in controlled threads,
+so ``loop.time()`` and ``time.monotonic()`` read the same clock, as on a stock loop."""
+
+GRAIN = 1e-6
+"""The virtual clock's grain, in seconds: a wake-up for a timer moves the clock by at least
+this much (on a real clock every iteration of the loop takes time), and a step of busy work
+takes this long (``time_slice`` steps move the clock by ``time_slice`` grains, as a time
+slice of points does in controlled threads)."""
+
+
+def grains(when: float) -> int:
+    """A deadline in whole grains of the clock, for ordering timers (``_Timer``)."""
+    if math.isfinite(when):
+        return round(when / GRAIN)
+    return -sys.maxsize if when < 0 else sys.maxsize  # nan and inf: never due
+
+
 CANCELLED = -1
 """``_il_budget`` of a cancelled handle: the option scan skips it."""
 
@@ -143,12 +182,14 @@ class _Step(events.Handle):
     again when ranks may have changed: see ``_forget_ranks``).
     """
 
-    __slots__ = ("_il_actor", "_il_budget", "_il_cause", "_il_rank")
+    __slots__ = ("_il_actor", "_il_budget", "_il_cause", "_il_rank", "_il_timer")
 
     _il_cause: int
     _il_actor: int
     _il_budget: int
     _il_rank: float | None
+    _il_timer: _Timer | None
+    """The timer whose callback queued the entry (a TIMED entry), else None."""
     _callback: Callable[..., object]
     _args: Any
     _cancelled: bool
@@ -168,18 +209,50 @@ class _Step(events.Handle):
 
 
 class _Timer(events.TimerHandle):
-    """A timer that remembers its creation order; what it queues while it runs is TIMED."""
+    """A timer that remembers its creation order; what it queues while it runs is TIMED.
 
-    __slots__ = ("_il_budget", "_il_rank", "_il_seq")
+    Invariant: timers order by deadline at the clock's grain (``_il_at``, whole
+    microseconds), then by creation (``_il_seq``), wherever they are ordered (the heap, the
+    jitter window). On a real clock a timer created later with the same delay reads a later
+    clock, so its deadline is strictly later and the stock loop fires it second; on the
+    virtual clock the deadlines are equal, or differ only by float rounding (``t + 0.1``
+    against ``t + 0.05 + 0.05``) in either direction, and ``TimerHandle``'s own comparison
+    (the exact deadline alone) would leave the tie to the rounding or the heap's order.
+    """
 
+    __slots__ = ("_il_at", "_il_budget", "_il_rank", "_il_seq")
+
+    _il_at: int
+    """The deadline in whole grains (``round(_when / GRAIN)``)."""
     _il_seq: int
     _il_budget: int
     _il_rank: float | None
     _il_cause = EVENT  # a timer's own callback is a plain callback
     _il_actor = 0
+    _il_timer = None
     _loop: Any
     _when: float
     _scheduled: bool
+
+    def __lt__(self, other: events.TimerHandle) -> bool:
+        if isinstance(other, _Timer):
+            return (self._il_at, self._il_seq) < (other._il_at, other._il_seq)
+        return super().__lt__(other)
+
+    def __gt__(self, other: events.TimerHandle) -> bool:
+        if isinstance(other, _Timer):
+            return (self._il_at, self._il_seq) > (other._il_at, other._il_seq)
+        return super().__gt__(other)
+
+    def __le__(self, other: events.TimerHandle) -> bool:
+        if isinstance(other, _Timer):
+            return (self._il_at, self._il_seq) <= (other._il_at, other._il_seq)
+        return super().__le__(other)
+
+    def __ge__(self, other: events.TimerHandle) -> bool:
+        if isinstance(other, _Timer):
+            return (self._il_at, self._il_seq) >= (other._il_at, other._il_seq)
+        return super().__ge__(other)
 
     def cancel(self) -> None:
         super().cancel()
@@ -189,10 +262,12 @@ class _Timer(events.TimerHandle):
     def _run(self) -> None:
         loop = self._loop
         loop._cause = TIMED
+        loop._firing = self
         try:
             super()._run()
         finally:
             loop._cause = EVENT
+            loop._firing = None
 
 
 class _Arrival(events.Handle):
@@ -204,6 +279,7 @@ class _Arrival(events.Handle):
     _il_rank: float | None
     _il_cause = EVENT
     _il_actor = 0
+    _il_timer = None
     _il_queues = IO
     """The cause of what the callback queues."""
     _loop: Any
@@ -413,6 +489,12 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
     _default_executor: concurrent.futures.ThreadPoolExecutor | None
     _check_closed: Callable[[], None]
 
+    # Read by close() and __del__, which may run on a loop whose __init__ was interrupted
+    # (Ctrl-C) before it set them: class-level values stand in until it does.
+    _job_executor: concurrent.futures.ThreadPoolExecutor | None = None
+    _il_built = False
+    """True once ``__init__`` has run to its end."""
+
     def __init__(self, chooser: Chooser, settings: Settings, *, job_timeout: float = 30.0):
         super().__init__()
         self._chooser = chooser
@@ -424,10 +506,21 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         self._max_steps = settings.max_steps
         self._max_time = settings.max_time_us / 1e6
         self._job_timeout = job_timeout
-        self._now = 0.0
+        self._now = EPOCH
         self._step = 0
         self._ntodo = 0
         self._slice_at = settings.time_slice
+        self._slice_from = EPOCH
+        """The clock when the current time slice began (see ``_consult``)."""
+        self._firing: _Timer | None = None
+        """The timer whose callback runs now."""
+        self.overtime: str | None = None
+        """Once the step budget ran out with a timer pending: why that may be no hang (see
+        ``_out_of_steps``); a failure after it is reported as that hang."""
+        self.overtime_from = 0.0
+        """The virtual time (``elapsed()``) when the step budget ran out."""
+        self._timer_woken: list[_Step] = []
+        """Entries queued by timer callbacks that may still be postponed (``_timer_wakeup``)."""
         self._consult_at = 0
         self._refresh_consult()
         self._ids = 0
@@ -455,13 +548,17 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         self.error: BaseException | None = None
         """An interlace error found inside the run (raised by the backend once it is over)."""
         self._threads_at_start = threading.active_count()
-        self.unhandled: list[dict[str, Any]] = []
+        self.unhandled: list[tuple[int, dict[str, Any]]] = []
+        """(step, context) of each call of the exception handler, in order."""
+        self.tasks: list[weakref.ref[ControlledTask]] = []
+        """Every task of the run, in creation order, held weakly (as asyncio holds them)."""
         self.set_exception_handler(self._collect_exception)
         self.observer: Callable[[events.Handle], None] | None = None
         self._log: list[tuple[int, Any]] | None = None
         """While a run is recorded for partial-order reduction: the timers created and the
         entries cancelled by the running step, in order."""
         self.divergence: str | None = None
+        self._il_built = True
 
     @property
     def decisions(self) -> DecisionLog:
@@ -502,6 +599,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
             )
         finally:
             self._creating = False
+        self.tasks.append(weakref.ref(task))
         return task
 
     def call_soon(  # type: ignore[override]
@@ -525,6 +623,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         )
         handle._il_actor = -1  # computed when a chooser or a decision reads it
         handle._il_rank = None
+        handle._il_timer = None
         if self._creating:
             handle._il_cause = FIRST
             handle._il_budget = 0
@@ -547,6 +646,8 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
             else:
                 cause = handle._il_cause = self._cause
                 handle._il_budget = self._fairness if cause >= TIMED else 0
+                if cause == TIMED and self._firing is not None:
+                    self._timer_wakeup(handle, self._firing)
         self._ready.append(handle)
         return handle
 
@@ -555,9 +656,26 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
 
     # -- clock and timers -----------------------------------------------------------------
 
+    epoch = EPOCH
+    """Where the clock starts (``time()`` at the start of a run)."""
+
     def time(self) -> float:
-        """The virtual clock: seconds since the run started."""
+        """The virtual clock: ``EPOCH`` plus the virtual seconds since the run started."""
         return self._now
+
+    def elapsed(self) -> float:
+        """Virtual seconds since the run started (what reports show)."""
+        return self._now - self.epoch
+
+    def block_for(self, seconds: float) -> None:
+        """The loop's thread blocked for ``seconds`` inside a step (``time.sleep``).
+
+        The loop could run nothing meanwhile, so its clock moves on as a real one would:
+        timers due by then fire at the next iteration. The budget is checked where the clock
+        next advances (raising here would raise inside the program's code).
+        """
+        if seconds > 0:
+            self._now += seconds
 
     def call_at(  # type: ignore[override]
         self,
@@ -572,6 +690,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         timer = _Timer(when, callback, args, self, context)
         self._timer_seq += 1
         timer._il_seq = self._timer_seq
+        timer._il_at = grains(when)
         timer._il_budget = 0
         timer._il_rank = None
         if self._log is not None:
@@ -748,16 +867,24 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         after ``window`` entries. Advancing the clock postpones every ready entry past the
         next timer, so it is offered only when every entry's wait could have lasted that
         long: finished jobs and threads always (their latency is real), yields and timer
-        wakeups only when the timer is within the jitter window (loop lag).
+        wakeups only when the timer is within the jitter window (loop lag), and a timer
+        wakeup only past a timer that could have fired before its own (``_overtakes``).
         """
         step = self._step
         if step >= self._max_steps:
-            raise OverBudget(f"the run took more than {self._max_steps} steps")
+            self._out_of_steps()
         if step >= self._slice_at:
             self._slice_at = step + self._time_slice
-            if self._pending_timer() is not None:
-                # Busy work takes time: fire the next timer now, behind what is ready.
-                self._fire_due(advance=True)
+            if self.overtime is not None:
+                if self._pending_timer() is not None:
+                    # Past the step budget: the busy work lasts until the next timer.
+                    self._fire_due(advance=True)
+            elif self._now == self._slice_from:
+                # Busy work takes time: a slice of steps moves the clock by its grains (in a
+                # run with threads, their time slices may have moved it already).
+                self._move_clock(self._now + self._time_slice * GRAIN)
+                self._fire_due(advance=False)
+            self._slice_from = self._now
         ready = self._ready
         chooser = self._chooser
         handle: events.Handle | None
@@ -861,9 +988,13 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
             if movable and not skipped and count == len(ready) and self._scheduled:
                 timer = self._pending_timer()
                 if timer is not None:
-                    can_advance = timer._when - self._now <= self._jitter or all(
-                        entry._il_cause == IO for entry in ready
-                    )
+                    can_advance = (
+                        timer._when - self._now <= self._jitter
+                        and all(
+                            entry._il_timer is None or self._overtakes(timer, entry._il_timer)
+                            for entry in ready
+                        )
+                    ) or all(entry._il_cause == IO for entry in ready)
             if ranked:
                 if can_advance:
                     assert rank is not None
@@ -946,6 +1077,73 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         self._consult_at = consult_at
         return handle
 
+    def _out_of_steps(self) -> None:
+        """The step budget ran out: a hang, unless busy work may be heading for a timer.
+
+        Busy work moves the clock by a grain a step, so a correct spin-wait on a far timer
+        (which a stock loop gets to in real time) can use up the budget before the clock
+        reaches the timer. Then the run goes on for another budget of steps in *overtime*,
+        with the clock moving on to the next timer after every time slice, as if the busy
+        work took that long. A run that then ends well passes (a stock loop may finish it
+        too); one that still fails in any way is reported as this hang, with what overtime
+        showed (``overtime`` is the note the backend adds), since whether a stock loop gets
+        that far depends on how long the busy work would really take.
+        """
+        if self.enter_overtime():
+            return
+        max_steps = self._settings.max_steps
+        over = OverBudget(f"the run took more than {max_steps} steps")
+        if self.overtime is None:
+            over.note = self._budget_note()
+        else:
+            over.note = (
+                f"{self.overtime} Continued past the budget with the clock moving on to each "
+                f"pending timer, the run was still going {max_steps} steps later."
+            )
+        raise over
+
+    def enter_overtime(self) -> bool:
+        """Go on in overtime if the steps ran out with a timer pending (``_out_of_steps``).
+
+        Also asked by the thread scheduler of a run with threads, whose schedule points in
+        the middle of a step may reach the budget first.
+        """
+        max_steps = self._settings.max_steps
+        if (
+            self.overtime is not None
+            or self._max_steps != max_steps  # the clean-up's budget
+            or self._pending_timer() is None
+        ):
+            return False
+        self.overtime = self._budget_note()
+        self.overtime_from = self.elapsed()
+        self._max_steps = self._step + max_steps
+        if self._mixed is not None:
+            self._mixed.step_cap = self._max_steps + 1
+            self._mixed._refresh()
+        self._refresh_consult()
+        return True
+
+    def _budget_note(self) -> str:
+        """Whether running out of steps means a hang: how far busy work is from the next timer.
+
+        Busy work moves the clock by a grain a step, so a spin-wait on a far timer (correct
+        code on a stock loop, which gets there in real time) needs as many steps as the
+        timer has grains to go; the report says so instead of passing it off as a hang.
+        """
+        timer = self._pending_timer()
+        if timer is None:
+            return "No timer is pending: only the tasks that kept running can change what they see."
+        remaining = max(0, math.ceil((timer._when - self._now) / GRAIN - 1e-6))
+        return (
+            f"Not necessarily a hang: a timer is pending, due at virtual time "
+            f"{timer._when - EPOCH:g} s ({describe_timer(timer)}). Busy work moves the clock "
+            f"by {GRAIN * 1e6:g} us a step, so this run reaches that timer after about "
+            f"{remaining:,} more steps; if the tasks are busy-waiting for it, a stock loop "
+            f"gets there. Pass max_steps={self._step + remaining + self._time_slice} or more "
+            "to let the run get there too."
+        )
+
     def _forget_ranks(self) -> None:
         """The chooser was asked, and may have changed ranks: waiting entries forget theirs."""
         entry: Any
@@ -953,6 +1151,41 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
             entry._il_rank = None
         for entry in self._parked:
             entry._il_rank = None
+
+    def _overtakes(self, later: _Timer, earlier: _Timer) -> bool:
+        """Whether ``later`` could fire before ``earlier`` on a stock loop.
+
+        A timer created before another may fire first when its deadline is within the
+        jitter window of the other's (timer jitter); one with an earlier deadline fires
+        first anyway. Otherwise the stock loop fires them in their order, and what their
+        callbacks queue runs in that order too.
+        """
+        return later._il_at < earlier._il_at or (
+            later._il_seq < earlier._il_seq and later._when - earlier._when <= self._jitter
+        )
+
+    def _timer_wakeup(self, entry: _Step, timer: _Timer) -> None:
+        """``timer``'s callback queued ``entry`` (TIMED): keep the timers' order.
+
+        A TIMED entry may be postponed behind what is queued after it (its timer may have
+        fired an iteration later), but not behind what a timer that cannot overtake its own
+        queued: that would need the timers to fire in an order no stock loop fires them in.
+        Earlier entries ``timer`` cannot overtake are therefore pinned (budget 0), which
+        also keeps them ahead of everything queued after this one. Pinning an entry that
+        already ran changes nothing.
+        """
+        entry._il_timer = timer
+        keep: list[_Step] = []
+        for earlier in self._timer_woken:
+            if earlier._il_budget <= 0:
+                continue  # pinned, cancelled, or out of postponements: never overtaken
+            assert earlier._il_timer is not None
+            if self._overtakes(timer, earlier._il_timer):
+                keep.append(earlier)
+            else:
+                earlier._il_budget = 0
+        keep.append(entry)
+        self._timer_woken = keep
 
     def _pending_timer(self) -> _Timer | None:
         scheduled = self._scheduled
@@ -1044,15 +1277,12 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
             when = first._when
             if self._jitter > 0.0 and len(scheduled) > 1:
                 when = self._jitter_pick(first)
-            if when > self._now:
-                if when > self._max_time:
-                    raise OverBudget(
-                        f"virtual time passed the budget of {self._max_time:g} seconds"
-                    )
-                self._now = when
-                if self._mixed is not None:
-                    self._mixed.clock_moved()
+            # Waking up takes time on a real clock: the clock reads later than before even
+            # for a timer that was due already or is due sooner than the grain (a sleep of
+            # a float rounding error would otherwise fire again and again at one instant).
+            self._move_clock(max(when, self._now + GRAIN))
             self._slice_at = self._step + self._time_slice
+            self._slice_from = self._now
             self._refresh_consult()
         end = self._now + self._clock_resolution
         while scheduled:
@@ -1062,6 +1292,20 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
             handle = heapq.heappop(scheduled)
             handle._scheduled = False
             ready.append(handle)
+
+    def _move_clock(self, when: float) -> None:
+        """Move the clock forward to ``when`` (seconds on the loop's clock)."""
+        if when - EPOCH > self._max_time:
+            over = OverBudget(f"virtual time passed the budget of {self._max_time:g} seconds")
+            if self.overtime is not None:
+                over.note = (
+                    f"{self.overtime} Continued past the step budget with the clock moving on "
+                    "to each pending timer, the run then passed the virtual-time budget."
+                )
+            raise over
+        self._now = when
+        if self._mixed is not None:
+            self._mixed.clock_moved()
 
     def _jitter_pick(self, first: _Timer) -> float:
         """Let the chooser pick which timer due within the jitter window fires first."""
@@ -1112,7 +1356,13 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
     # -- errors and refusals --------------------------------------------------------------
 
     def _collect_exception(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
-        self.unhandled.append(context)
+        """The loop's exception handler: keep what a stock loop would log, with its step.
+
+        A callback that raised, a task whose exception nothing retrieved (reported when the
+        task is freed), an error while closing an async generator: the backend decides at the
+        end of the run which of them fail it (``_asyncio_backend._lost_exceptions``).
+        """
+        self.unhandled.append((self._step, context))
 
     def remove_reader(self, fd: Any) -> bool:
         return False
@@ -1127,7 +1377,16 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         if self._job_executor is not None:
             self._job_executor.shutdown(wait=False)
             self._job_executor = None
-        super().close()
+        if self._il_built:
+            super().close()
+
+    def __del__(self) -> None:
+        # Unlike the stock loop this one holds no OS resource (no selector, no self-pipe), so
+        # an unclosed one (a run interrupted between building the loop and its try/finally)
+        # is closed without a ResourceWarning, and one whose __init__ was interrupted, which
+        # owns nothing yet, is left alone.
+        if self._il_built and not self.is_closed() and not self.is_running():
+            self.close()
 
 
 for _name, _what in _UNSUPPORTED.items():

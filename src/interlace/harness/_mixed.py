@@ -7,8 +7,10 @@ under a thread scheduler (:class:`LoopController`) as actor 0, and every thread 
 then on runs under it too, exactly as in a plain-function exploration (``_threads``):
 
 * One step counter and one clock: the scheduler's ``step`` and ``now`` *are* the loop's
-  ``_step`` and ``_now``, so a loop step, a schedule point in a thread and a schedule point in
-  a task's code under test each take the next step number, and a replay meets them in order.
+  ``_step`` and ``_now`` (``now`` in microseconds since the run started, ``_now`` in seconds
+  from the loop's ``EPOCH``), so a loop step, a schedule point in a thread and a schedule
+  point in a task's code under test each take the next step number, and a replay meets them
+  in order.
 * The loop's thread has schedule points in the code under test its tasks run (a thread may
   preempt a task in the middle of a step, as the GIL allows), and waits in the scheduler when
   it has nothing ready (``ControlledEventLoop._wait_in_scheduler``): until a thread calls back
@@ -33,7 +35,7 @@ from typing import Any
 from interlace._core.schedule import THREAD, Settings
 from interlace._core.strategy import Chooser
 from interlace.harness import _threads
-from interlace.harness._loop import ControlledEventLoop
+from interlace.harness._loop import EPOCH, ControlledEventLoop
 
 __all__ = ("LoopController", "MixedRun")
 
@@ -63,12 +65,12 @@ class LoopController(_threads.Controller):
 
     @property
     def now(self) -> int:
-        """Virtual microseconds (the loop keeps seconds)."""
-        return round(self.loop._now * 1e6)
+        """Virtual microseconds since the run started (the loop keeps seconds from ``EPOCH``)."""
+        return round((self.loop._now - EPOCH) * 1e6)
 
     @now.setter
     def now(self, value: int) -> None:
-        self.loop._now = value / 1e6
+        self.loop._now = EPOCH + value / 1e6
 
     def clock_moved(self) -> None:
         """The loop moved the clock: waits whose timeout passed may run."""
@@ -76,6 +78,19 @@ class LoopController(_threads.Controller):
         for u in self.threads:
             if u.status == _threads._BLOCKED and u.deadline is not None and u.deadline <= now:
                 u.timed_out = True
+
+    def overtime(self) -> bool:
+        """The steps ran out at a point in a thread: the loop may go on in overtime."""
+        return self.loop.enter_overtime()
+
+    def _hang_detail(self, reason: str) -> str:
+        text = super()._hang_detail(reason)
+        if self.loop.overtime is not None and self.record:
+            text += (
+                f"\n{self.loop.overtime} Continued past the budget with the clock moving on to "
+                "each pending timer, the run was still going a budget of steps later."
+            )
+        return text
 
     def location(self, t: _threads._Thread) -> str:
         if t.actor == 0 and t.waiting is not None and t.waiting[0] == "loop":
@@ -111,6 +126,7 @@ class MixedRun:
         """Before the run: the first thread the loop's thread starts calls :meth:`activate`."""
         self.loop.mixed_capable = True
         _threads._local.activate = self.activate
+        _threads._local.loop = self.loop  # the clocks of the time module read its clock
         # Default thread names ("Thread-3") come from a process-wide counter: per run, so a
         # schedule names its threads the same way every time.
         self._counter = threading._counter  # type: ignore[attr-defined]
@@ -165,6 +181,7 @@ class MixedRun:
     def close(self) -> None:
         """After the run, whatever happened: unwind and join every thread, restore tracing."""
         _threads._local.activate = None
+        _threads._local.loop = None
         if self._counter is not None:
             threading._counter = self._counter  # type: ignore[attr-defined]
             self._counter = None

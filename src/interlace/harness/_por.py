@@ -36,6 +36,7 @@ from interlace._core.schedule import Settings
 from interlace._core.strategy import Chooser
 from interlace.harness._footprint import StepAccess, Tracer, _python_call, classify_call
 from interlace.harness._loop import (
+    TIMED,
     TIMER_CREATED,
     Blocked,
     ControlledEventLoop,
@@ -44,6 +45,7 @@ from interlace.harness._loop import (
     _actor_of,
     _Step,
     _Timer,
+    grains,
 )
 
 __all__ = ("MODEL_MAX_STEPS", "AsyncioRunModel", "ModelRecorder")
@@ -306,6 +308,7 @@ class _Replay:
         phantom._il_budget = entry.budget
         phantom._il_actor = entry.actor
         phantom._il_rank = None
+        phantom._il_timer = None
         phantom._il_index = index
         phantom._il_replay = self
         self.phantoms[index] = phantom
@@ -318,6 +321,7 @@ class _Replay:
         timer = _PhantomTimer(entry.when, _nothing, (), loop, _CONTEXT)
         loop._timer_seq += 1
         timer._il_seq = loop._timer_seq
+        timer._il_at = grains(entry.when)
         timer._il_budget = 0
         timer._il_rank = None
         timer._il_index = index
@@ -337,8 +341,15 @@ class _Replay:
         executed[index] = 1
         self.count += 1
         ready = self.loop._ready
+        timer = self.phantoms[index]
+        if not isinstance(timer, _Timer):
+            timer = None
         for queued in effects.queued:
-            ready.append(self._queue(queued))
+            phantom = self._queue(queued)
+            if timer is not None and phantom._il_cause == TIMED:
+                # What the timer's callback queued keeps the timers' order, as in the run.
+                self.loop._timer_wakeup(phantom, timer)
+            ready.append(phantom)
         for op, target in effects.log:
             if op == TIMER_CREATED:
                 self._create_timer(target)

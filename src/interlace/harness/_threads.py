@@ -24,6 +24,7 @@ import _thread
 import collections
 import contextlib
 import dis
+import inspect
 import itertools
 import logging
 import queue
@@ -65,6 +66,8 @@ _POLL_SECONDS = 0.25
 _STALL_SECONDS = 20.0
 _TRACE_LIMIT = 400
 _UNWIND_SECONDS = 5.0
+_REAL_TIMEOUT_SECONDS = 1.0
+"""The longest timeout a C lock's acquire that timed out in virtual time waits for real."""
 _EPOCH_MONOTONIC = 1_000.0
 _EPOCH_WALL = 1_700_000_000.0
 """Virtual clocks start here in every run, so a schedule reads the same times every run."""
@@ -138,6 +141,13 @@ class _Local(threading.local):
     activate: Callable[[], None] | None = None
     """Set in the thread of a controlled event loop while its run has started no thread:
     the first thread it starts puts the loop's thread, and so that thread, under control."""
+    unrestored: tuple[Any, ...] = ()
+    """Conditions whose wait was unwound (an interrupt, the end of the run) without taking
+    their lock back, because a parked thread held it: their ``with`` block releases nothing."""
+    loop: Any = None
+    """Set in the thread of a controlled event loop for its run: while the loop runs and
+    ``thread`` is None (no thread started yet), ``time.monotonic()`` and the other clocks read
+    its virtual clock, and ``time.sleep`` also moves it (the loop is blocked meanwhile)."""
 
 
 _local = _Local()
@@ -156,6 +166,11 @@ class Controller:
 
     kind = READY
     """The kind its decisions are recorded with (``THREAD`` where tasks share the run)."""
+    target: str | None = None
+    """The plain function a threads exploration runs in ``threads[0]`` (None in a mixed run)."""
+    stock_loop_tasks = False
+    """A stock event loop in a controlled thread ran two tasks or more at once: the orders of
+    their steps were not explored (a stock loop runs them in its own FIFO order)."""
 
     def __init__(self, chooser: Chooser, settings: Settings, record: bool) -> None:
         self.chooser = chooser
@@ -182,6 +197,9 @@ class Controller:
         self.records: collections.deque[StepRecord] = collections.deque(maxlen=_TRACE_LIMIT)
         self.owners: dict[int, _Thread] = {}
         self.error: BaseException | None = None
+        self.excepthook = threading.excepthook
+        """The ``threading.excepthook`` in place when the run began (the default, or pytest's):
+        an exception a thread raises while it is still in place is a failure."""
         self._refresh()
 
     # -- bookkeeping -------------------------------------------------------------------------
@@ -381,7 +399,7 @@ class Controller:
             self._abort_point(t)
             return
         step = self.step
-        if step > self.settings.max_steps:
+        if step >= self.step_cap and not self.overtime():
             self._fail_from(
                 t,
                 "hang",
@@ -523,7 +541,9 @@ class Controller:
                 candidates = [u for u in (*self._order(t), t) if self._can_run(u)]
                 if candidates:
                     break
-                if not self._advance_clock():
+                # Once the program ended, daemon threads that wait or sleep are dropped (at
+                # interpreter exit): their timeouts never fire, so the clock stays.
+                if self._only_daemons_wait() or not self._advance_clock():
                     self._nothing_can_run(t)
                     return
             choice = 0
@@ -548,6 +568,12 @@ class Controller:
             return
         self._switch(t, u, why)
         self._refresh()
+
+    def _only_daemons_wait(self) -> bool:
+        """The target returned and every thread left is a daemon (none can run now)."""
+        if self.threads[0].status != _DONE:
+            return False
+        return all(u.daemon for u in self.threads if u.status != _DONE)
 
     def _nothing_can_run(self, t: _Thread) -> None:
         alive = [u for u in self.threads if u.status != _DONE]
@@ -673,6 +699,10 @@ class Controller:
                 return [*seen, start]
         return []
 
+    def overtime(self) -> bool:
+        """The step budget ran out: whether the run goes on (an event loop's overtime)."""
+        return False
+
     def _hang_detail(self, reason: str) -> str:
         if not self.record:
             return reason
@@ -722,12 +752,19 @@ class Controller:
         )
         if got:
             self.owners[id(lock)] = t
-        else:
+            return
+        # The timeout passed in virtual time and the lock is still taken (by a parked thread,
+        # which cannot release it meanwhile): the real acquire that follows fails, but a C
+        # lock's acquire cannot be cut short, so it waits its timeout in real time. Short
+        # timeouts are worth that; a long one would cost it in every such schedule.
+        if timeout is not None and timeout > _REAL_TIMEOUT_SECONDS:
             self.error = UnsupportedOperationError(
-                f"{t.name} at {self.location(t)}: an acquire with a timeout on {_name(lock)} "
-                "timed out in virtual time, but the lock is a C lock created before the "
-                "exploration and the real acquire would wait the timeout in real time. "
-                "Create the lock inside the explored code, or acquire it without a timeout"
+                f"{t.name} at {self.location(t)}: an acquire of {_name(lock)} with a timeout "
+                f"of {timeout:g} s timed out in virtual time, but the acquire of a C lock "
+                "cannot be cut short: it would wait those seconds in real time in every "
+                "schedule where it times out. Use a timeout of at most "
+                f"{_REAL_TIMEOUT_SECONDS:g} s, or wait with a timeout on a threading "
+                "Condition, Event or Semaphore, whose timeouts are virtual"
             )
             self._abort()
             raise _Abort
@@ -879,11 +916,12 @@ def _start(self: threading.Thread) -> None:
         except BaseException as raised:  # the thread's own exception is the failure
             from interlace.harness._asyncio_backend import is_passthrough
 
-            if is_passthrough(raised):
+            if is_passthrough(raised) and not isinstance(raised, SystemExit):
                 ctl.passthrough = ctl.passthrough or raised
                 ctl._abort()
             else:
-                exc = raised
+                with contextlib.suppress(_Abort):
+                    exc = _unhandled(ctl, self, raised)
         finally:
             _tracing_off()
             _local.thread = None
@@ -910,6 +948,32 @@ def _start(self: threading.Thread) -> None:
         ctl.step += 1
         if ctl.step >= ctl.attention:
             ctl.attend(t)
+
+
+def _unhandled(
+    ctl: Controller, thread: threading.Thread, exc: BaseException
+) -> BaseException | None:
+    """What stock ``threading`` does with ``exc`` escaping ``thread``: the failure, or None.
+
+    A ``threading.excepthook`` the target installed handles it, as on stock Python (only an
+    exception the hook raises is a failure). Otherwise the default hook would print it and
+    the thread die unnoticed: a failure, except ``SystemExit``, which ends a thread quietly.
+    """
+    hook = threading.excepthook
+    if hook is None or hook is ctl.excepthook or hook is threading.__excepthook__:
+        return None if isinstance(exc, SystemExit) else exc
+    args = threading.ExceptHookArgs([type(exc), exc, exc.__traceback__, thread])
+    try:
+        hook(args)
+    except _Abort:
+        raise
+    except Exception as raised:  # stock prints "Exception in threading.excepthook"
+        raised.add_note(
+            f"(raised by threading.excepthook while it handled {type(exc).__name__} from "
+            f"thread {thread.name!r})"
+        )
+        return raised
+    return None
 
 
 def _uncontrolled_start(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -966,6 +1030,11 @@ def _cond_enter(self: threading.Condition) -> bool:
 
 
 def _cond_exit(self: threading.Condition, *args: Any) -> None:
+    unrestored = _local.unrestored
+    if unrestored and any(c is self for c in unrestored):
+        # Its wait was unwound before it could take the lock back: nothing to release.
+        _local.unrestored = tuple(c for c in unrestored if c is not self)
+        return
     found = _controlled()
     if found is not None:
         found[1].released(self._lock)  # type: ignore[attr-defined]
@@ -985,7 +1054,6 @@ def _cond_wait(self: threading.Condition, timeout: float | None = None) -> bool:
     saved = self._release_save()  # type: ignore[attr-defined]
     lock = self._lock  # type: ignore[attr-defined]
     ctl.released(lock)
-    gotit = False
     try:
         gotit = ctl.block(t, lambda: not waiter.locked(), ("condition", self), timeout)
         if gotit:
@@ -993,12 +1061,27 @@ def _cond_wait(self: threading.Condition, timeout: float | None = None) -> bool:
         else:
             with contextlib.suppress(ValueError):
                 self._waiters.remove(waiter)  # type: ignore[attr-defined]
-        return gotit
-    finally:
-        try:
-            ctl.acquire(t, lock)
-        finally:
-            self._acquire_restore(saved)  # type: ignore[attr-defined]
+        ctl.acquire(t, lock)
+    except BaseException:
+        # Unwinding (Ctrl-C, the end of the run) while a parked thread may hold the lock:
+        # a real acquire would wait for good, so take it back only if it is free now.
+        with contextlib.suppress(ValueError):
+            self._waiters.remove(waiter)  # type: ignore[attr-defined]
+        if not _take_back(lock, saved):
+            _local.unrestored = (*_local.unrestored, self)
+        raise
+    self._acquire_restore(saved)  # type: ignore[attr-defined]
+    return gotit
+
+
+def _take_back(lock: Any, saved: Any) -> bool:
+    """Re-take a Condition's ``lock`` as its ``_release_save`` left it, without blocking."""
+    if not lock.acquire(False):
+        return False
+    count = saved[0] if type(lock) is _RLOCK and isinstance(saved, tuple) else 1
+    for _ in range(count - 1):
+        lock.acquire(False)
+    return True
 
 
 _orig_selects: dict[type, Callable[..., Any]] = {
@@ -1028,10 +1111,57 @@ def _internal_only(selector: selectors.BaseSelector) -> bool:
     return True
 
 
+MSG_OWN_LOOP = (
+    "the plain function {name} runs an event loop itself (asyncio.run, asyncio.Runner or "
+    "loop.run_until_complete, at {where}), and two of its tasks were ready to run at once: "
+    "interlace explores the threads of a plain function, but that loop's tasks would only ever "
+    "run in the order a stock loop runs them, so a race between them would go unfound. Make "
+    "{name} an async def function that awaits the coroutine instead of running a loop (e.g. "
+    "'async def {name}(): await main()'), or pass the async def function itself: its tasks "
+    "then run on interlace's controlled event loop, and threads they start still run under "
+    "control"
+)
+
+
+def _note_stock_loop(t: _Thread, ctl: Controller) -> None:
+    """A stock event loop waits in controlled thread ``t``: note whether it runs tasks
+    whose order interlace cannot explore; in the target's own thread, refuse it."""
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is None:
+        return  # a selector used outside asyncio
+    loop = asyncio.events._get_running_loop()
+    ready = getattr(loop, "_ready", ())  # None: a selector used outside asyncio
+    if len(ready) < 2:
+        return
+    # The loop is about to run what is ready, in FIFO order: steps of two tasks among it
+    # are an order a controlled loop would have explored.
+    tasks = {
+        id(task)
+        for handle in ready
+        if isinstance(
+            task := getattr(getattr(handle, "_callback", None), "__self__", None), asyncio.Task
+        )
+    }
+    if len(tasks) < 2:
+        return
+    ctl.stock_loop_tasks = True
+    if t.actor == 0 and ctl.target is not None and ctl.error is None and not ctl.aborting:
+        from interlace.errors import InvalidTargetError
+
+        ctl.error = InvalidTargetError(
+            MSG_OWN_LOOP.format(name=ctl.target, where=ctl.location(t) or "?")
+        )
+        ctl._abort()
+        t.aborted = True
+        raise _Abort
+
+
 def _controlled_select(self: selectors.BaseSelector, timeout: float | None = None) -> Any:
     """An event loop waiting in a controlled thread waits in the scheduler, in virtual time."""
     original = _orig_selects[type(self)]
     found = _controlled()
+    if found is not None and not found[1].stock_loop_tasks:
+        _note_stock_loop(*found)
     if found is None or (timeout is not None and timeout <= 0):
         return original(self, timeout)
     t, ctl = found
@@ -1085,6 +1215,11 @@ def _sleep(seconds: float) -> None:
     found = _controlled()
     if found is None:
         _real_sleep(seconds)
+        loop = _local.loop
+        if loop is not None and loop._thread_id is not None:
+            # The loop's thread really blocks (pytest-timeout and Ctrl-C see a blocked
+            # test, threads outside the schedule run meanwhile), and its clock moves on.
+            loop.block_for(seconds)
         return
     t, ctl = found
     if seconds < 0:
@@ -1092,14 +1227,34 @@ def _sleep(seconds: float) -> None:
     ctl.sleep(t, seconds)
 
 
-def _virtual(real: Callable[[], float], offset: float) -> Callable[[], float]:
-    """A clock that reads virtual time in controlled threads and ``real`` elsewhere."""
+_ENGINE = _instrument._ENGINE
+"""interlace's own code: it reads the real clock wherever it runs (a signal handler of its
+own, run in a controlled thread or a controlled loop's thread, measures real time)."""
+
+
+def _virtual(
+    real: Callable[[], float], offset: float, *, loops: bool = True
+) -> Callable[[], float]:
+    """A clock that reads virtual time in controlled threads and ``real`` elsewhere.
+
+    With ``loops``, also in the thread of a running controlled event loop (``_Local.loop``).
+    """
 
     def now() -> float:
         t = _local.thread
-        if t is None:
-            return real()
-        return offset + t.ctl.now / 1e6
+        if t is not None:
+            if not _getframe(1).f_code.co_filename.startswith(_ENGINE):
+                return offset + t.ctl.now / 1e6
+        elif loops:
+            loop = _local.loop
+            if (
+                loop is not None
+                and loop._thread_id is not None
+                and not _getframe(1).f_code.co_filename.startswith(_ENGINE)
+            ):
+                elapsed: float = loop.elapsed()
+                return offset + elapsed
+        return real()
 
     now.__name__ = now.__qualname__ = real.__name__
     return now
@@ -1107,16 +1262,26 @@ def _virtual(real: Callable[[], float], offset: float) -> Callable[[], float]:
 
 def _virtual_ns(real: Callable[[], int], offset: float) -> Callable[[], int]:
     def now_ns() -> int:
-        t = _local.thread
-        if t is None:
+        if _getframe(1).f_code.co_filename.startswith(_ENGINE):
             return real()
-        return int(offset * 1e9) + t.ctl.now * 1000
+        t = _local.thread
+        if t is not None:
+            return int(offset * 1e9) + t.ctl.now * 1000
+        loop = _local.loop
+        if loop is not None and loop._thread_id is not None:
+            elapsed: float = loop.elapsed()
+            return int(offset * 1e9) + round(elapsed * 1e9)
+        return real()
 
     now_ns.__name__ = now_ns.__qualname__ = real.__name__
     return now_ns
 
 
 _monotonic = _virtual(_real_monotonic, _EPOCH_MONOTONIC)
+_timeouts_monotonic = _virtual(_real_monotonic, _EPOCH_MONOTONIC, loops=False)
+"""The clock of ``threading``'s and ``queue``'s own timeouts: in an event loop's thread that
+is not under control their waits are real, so their deadlines must be too (a deadline on the
+virtual clock, which stands still while the loop's thread waits, would never pass)."""
 _wall = _virtual(_real_time, _EPOCH_WALL)
 
 _PATCHES: list[tuple[Any, str, Any]] = [
@@ -1135,8 +1300,8 @@ _PATCHES: list[tuple[Any, str, Any]] = [
     (time, "perf_counter_ns", _virtual_ns(time.perf_counter_ns, _EPOCH_MONOTONIC)),
     (time, "time", _wall),
     (time, "time_ns", _virtual_ns(time.time_ns, _EPOCH_WALL)),
-    (threading, "_time", _monotonic),
-    (queue, "time", _monotonic),
+    (threading, "_time", _timeouts_monotonic),
+    (queue, "time", _timeouts_monotonic),
     # The C SimpleQueue blocks in C; its pure-Python twin waits on a (controlled) Semaphore.
     # Executors (asyncio.to_thread's among them) create theirs through this name.
     (queue, "SimpleQueue", queue._PySimpleQueue),  # type: ignore[attr-defined]
@@ -1769,10 +1934,11 @@ class ThreadsBackend:
 
     def run(self, chooser: Chooser, *, record: bool = False) -> RunResult:
         global _baton
-        from interlace.harness._asyncio_backend import is_passthrough
+        from interlace.harness._asyncio_backend import is_passthrough, refusal
 
         _interrupt.check()
         ctl = Controller(chooser, self.settings, record)
+        ctl.target = str(getattr(self.target, "__qualname__", None) or repr(self.target))
         main = ctl.add("MainThread", None, False)
         main.ident = _get_ident()
         _line_hooks(ctl, foreign=len(sys._current_frames()) > 1)
@@ -1785,7 +1951,10 @@ class ThreadsBackend:
         try:
             _tracing_on(ctl)
             try:
-                self.target()
+                returned = self.target()
+                if inspect.isawaitable(returned):
+                    ctl.error = _returned_awaitable(ctl.target, returned)
+                    ctl._abort()
             except _Abort:
                 pass
             except BaseException as exc:
@@ -1810,6 +1979,7 @@ class ThreadsBackend:
                 ctl._abort()
         finally:
             _local.thread = None
+            _local.unrestored = ()
             _unwind(ctl)
             _baton = None  # the report still reads ctl.current
             _line_hooks(None, foreign=False)
@@ -1826,6 +1996,9 @@ class ThreadsBackend:
         detail = ""
         if ctl.failure is not None:
             kind, exception, detail = ctl.failure
+            refused = refusal(exception)
+            if refused is not None:
+                raise refused
             if record and ctl.current is not None and kind == "exception":
                 ctl.close_segment(ctl.current, _raised_at(exception))
         return RunResult(
@@ -1836,10 +2009,35 @@ class ThreadsBackend:
             decisions=tuple(ctl.decisions),
             trace=tuple(ctl.records),
             divergence=getattr(chooser, "divergence", None),
+            opaque=ctl.stock_loop_tasks,
         )
 
     def _wait(self, ctl: Controller) -> None:
         wait_for_end(ctl)
+
+
+MSG_RETURNED_AWAITABLE = (
+    "the target {name} is not an async def function, but it returned {what}: interlace ran "
+    "it as a plain function (its threads under control), so {result} never ran. Pass an "
+    "async def function instead (e.g. 'async def scenario(): await {call}'), so that every "
+    "schedule runs it on interlace's controlled event loop"
+)
+
+
+def _returned_awaitable(name: str, returned: object) -> Exception:
+    from interlace.errors import InvalidTargetError
+
+    if inspect.iscoroutine(returned):
+        returned.close()  # no "coroutine was never awaited" warning on top of the error
+        what = f"a coroutine ({returned.__qualname__})"
+        result = "the coroutine"
+    else:
+        what = f"an awaitable ({type(returned).__name__})"
+        result = "what it stands for"
+    call = f"{name}()" if name.isidentifier() else "..."
+    return InvalidTargetError(
+        MSG_RETURNED_AWAITABLE.format(name=name, what=what, result=result, call=call)
+    )
 
 
 def wait_for_end(ctl: Controller) -> None:

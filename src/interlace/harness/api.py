@@ -85,7 +85,7 @@ def check_target(target: Any) -> Callable[[], Any]:
         if required:
             wrapper = (
                 f"async def scenario(): await {name}(...)"
-                if inspect.iscoroutinefunction(target)
+                if _is_async(target)
                 else f"def scenario(): {name}(...)"
             )
             raise InvalidTargetError(
@@ -102,8 +102,16 @@ def check_target(target: Any) -> Callable[[], Any]:
     return checked
 
 
+def _is_async(target: object) -> bool:
+    """An ``async def`` function (also through ``functools.partial``), or an object whose
+    ``__call__`` is one: calling it makes a coroutine, which runs on the controlled loop."""
+    return inspect.iscoroutinefunction(target) or (
+        callable(target) and inspect.iscoroutinefunction(type(target).__call__)
+    )
+
+
 def _backend_name(target: Callable[[], Any]) -> str:
-    return "asyncio" if inspect.iscoroutinefunction(target) else "threads"
+    return "asyncio" if _is_async(target) else "threads"
 
 
 @contextlib.contextmanager
@@ -186,8 +194,9 @@ def explore(
 ) -> Exploration:
     """Run ``target`` under many schedules and return the first failure, shrunk.
 
-    An ``async def`` target runs on a fresh controlled event loop per schedule (virtual
-    clock, no real I/O). A plain function runs with every thread it starts under control:
+    An ``async def`` target (or a ``functools.partial`` of one, or an object whose
+    ``__call__`` is one) runs on a fresh controlled event loop per schedule (virtual clock,
+    no real I/O). A plain function runs with every thread it starts under control:
     one thread at a time, switched at schedule points in the code under test and at every
     blocking operation, with ``time.sleep`` and timeouts on a virtual clock. The first
     schedule is stock order; the strategy picks the others. A failure is shrunk to the
@@ -206,7 +215,8 @@ def explore(
         jitter: seconds within which timers may fire out of deadline order (0 disables).
         bound: deviations per schedule for the exhaustive search.
         depth: the bug depth PCT targets.
-        max_seconds: a wall-clock budget for the whole exploration, or None.
+        max_seconds: a wall-clock budget for the whole exploration, or None; no schedule
+            starts after it is spent, but the first always runs.
         progress: called with (schedules run, max_schedules) after each schedule.
         hints: how the report names the target in its replay lines (the pytest plugin and
             the command line pass their own).
@@ -218,8 +228,13 @@ def explore(
         The :class:`~interlace.Exploration`: ``failure`` is None when every schedule passed.
 
     Raises:
-        InvalidTargetError: ``target`` is not a zero-argument function.
+        InvalidTargetError: ``target`` is not a zero-argument function; or it is a plain
+            function that returned a coroutine, or that ran tasks on an event loop of its
+            own (whose orders could not be explored).
         ConfigError: an argument is out of range.
+        UnsupportedOperationError: the target did something the harness cannot run (real
+            I/O, a subprocess) and the error escaped it: a limit of the harness, not a
+            failing schedule.
     """
     source = "(explore() argument)"
     check_target(target)
@@ -285,6 +300,7 @@ def replay(
             the message names the step and the likely causes.
         InvalidTargetError: ``target`` is not a zero-argument function, or is an ``async
             def`` function for a token made with a plain one (or the other way round).
+        UnsupportedOperationError: as for :func:`explore`.
     """
     check_target(target)
     instrumented = _check_instrument(instrument, "(replay() argument)")

@@ -155,8 +155,9 @@ def add_explore_parser(subparsers: Any) -> argparse.ArgumentParser:
         choices=_strategies(),
         default=DEFAULT_STRATEGY,
         help=(
-            "how schedules are chosen: auto (default; bounded exhaustive search interleaved "
-            "with random walk and PCT), random (seeded random walk), pct (priority-based, "
+            "how schedules are chosen: auto (default; stock order and the bounded exhaustive "
+            "search on one schedule in four, a seeded random walk on the others), random "
+            "(seeded random walk), pct (priority-based, "
             "for bugs of small depth), delay (delay-bounded), exhaustive (every schedule "
             "within the deviation bound, reporting when the space is exhausted)"
         ),

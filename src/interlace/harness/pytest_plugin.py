@@ -20,14 +20,15 @@ directory, or the rootdir (marker).
 
 ``--interlace-replay=TOKEN`` replays one schedule for the selected marked tests instead of
 exploring; the report of every failure prints the exact ``pytest '<nodeid>'
---interlace-replay=<token>`` line.
+--interlace-replay=<token>`` line (its path relative to the directory pytest ran in).
 
 Coexistence: the ``pytest_pyfunc_call`` hook runs first for marked tests and returns True, so
 pytest-asyncio (auto or strict mode) and anyio's plugin do not run them a second time; their
 unmarked tests are untouched. Ctrl-C, ``pytest.exit``, ``pytest.skip`` and ``pytest.xfail``
 inside an explored test (in any of its threads, for a plain test) end it as they would
-anywhere; a pytest-timeout alarm (signal method) inside the test ends the exploration and
-fails the test with the timeout.
+anywhere; a pytest-timeout alarm (signal method) ends the exploration wherever it lands and
+fails the test with the timeout (``_interrupt``). anyio's variants of a marked test on a
+backend other than asyncio are skipped.
 """
 
 from __future__ import annotations
@@ -84,8 +85,15 @@ MSG_ANYIO_BACKEND = (
     "interlace explores the asyncio backend only; parametrize anyio_backend with 'asyncio' "
     "for this test"
 )
+MSG_ANYIO_VARIANT = (
+    "interlace explores anyio's asyncio backend only, not {backend!r}: this variant is not "
+    "run (parametrize anyio_backend with 'asyncio' alone to leave it out)"
+)
 MSG_HARNESS_ERROR = "interlace could not run {nodeid}: {error}"
-MSG_REPLAY_DIVERGED = "interlace could not replay the schedule for {nodeid}: {error}"
+MSG_REPLAY_DIVERGED = (
+    "interlace could not replay the schedule for {nodeid}: {error} Or the token is from a "
+    "different test: replay the line printed in the report of {nodeid} itself."
+)
 MSG_FOUND = "interlace found {article} {kind} in {nodeid} after {schedules} (seed {seed}):"
 MSG_REPLAY_STILL_FAILS = "interlace: the replayed schedule still fails with {article} {kind}:"
 MSG_EXPLORED = (
@@ -95,7 +103,39 @@ MSG_EXPLORED = (
 MSG_EXHAUSTED = ", bounded space exhausted"
 MSG_REPLAY_PASSED = (
     "{nodeid}: the schedule in --interlace-replay no longer fails (the test ran to completion "
-    "under it)"
+    "under it). That means a fix only for a token from this test's own report on this code: "
+    "a token from a different test or an older version of the code can pass too.{fixtures}"
+)
+MSG_REPLAY_PASSED_FIXTURES = (
+    " So can a failure that needed what earlier schedules left in the test's fixtures "
+    "({names}): an exploration sets them up once for all its schedules."
+)
+MSG_TIMEOUT = (
+    "interlace: the timeout stopped the exploration after {runs} of the test; it is not a "
+    "failure of a schedule, so none is reported. If nothing in the test blocks for real, the "
+    "exploration needs more time than the timeout: lower max_schedules or set max_seconds."
+)
+MSG_TIMEOUT_IN_ENGINE = (
+    " The alarm came while interlace's engine ran, not the test's code: no line of the test "
+    "is shown."
+)
+MSG_EARLIER_STATE = (
+    "interlace: this is the stock-order schedule, which passed as the exploration's first "
+    "schedule: the failure depends on state that earlier schedules left behind ({where}), "
+    "not on this schedule, and its replay may pass. Build that state inside the test (or "
+    "have a fixture return a factory), so that every schedule starts fresh."
+)
+MSG_EARLIER_STATE_FIXTURES = (
+    "in the test's fixtures ({names}), which every schedule shares, or elsewhere"
+)
+MSG_EARLIER_STATE_GLOBALS = "a module global, a class attribute, a cache"
+MSG_OTHER_LOOP = (
+    "interlace: an asyncio object (lock, queue, event, future) used here belongs to another "
+    "event loop. Every schedule runs on a fresh event loop, so an object bound to a loop "
+    "outside it cannot be used: one made by an async fixture (pytest-asyncio and anyio run "
+    "those on their own loop, a module- or session-scoped one for every test), or bound by "
+    "an earlier schedule to its loop. Create asyncio objects inside the test, or have the "
+    "fixture return a factory; the failure does not depend on the schedule."
 )
 MSG_REPLAY_FAILED = "{nodeid}: the schedule in --interlace-replay still fails ({kind})"
 MSG_REPLAY_UNUSED = (
@@ -379,37 +419,48 @@ class _EndedEarly(BaseException):
 
 
 class _OutcomeGuard:
-    """Ends an exploration at once when the test asks pytest to end it.
+    """Ends an exploration at once when the test skips itself, and tells a timeout apart.
 
-    Two such outcomes reach the engine as if the schedule had failed, and it would shrink
-    and re-run the test: pytest-timeout's alarm (signal method), raised as ``Failed`` from
-    wherever the test was blocked, and ``pytest.skip`` (its ``Skipped`` class reports its
-    module as ``builtins``, so the engine's passthrough check does not recognise it).
+    ``pytest.skip`` reaches the engine as if the schedule had failed (its ``Skipped`` class
+    reports its module as ``builtins``), and the engine would shrink and re-run the test. A
+    timeout by alarm (pytest-timeout's signal method) is ended by the engine itself
+    (``_interrupt``); the guard counts the runs and keeps the traceback the alarm's
+    exception had when it came out of the test body, to show where the test was.
 
-    Invariant: ``fired`` is None until one of them is raised inside the test; from then on
-    every run of the target raises :class:`_EndedEarly` at once, so the rest of the
-    exploration takes no time, and the plugin re-raises ``fired`` after the engine returns
-    (without any note the engine added to it meanwhile).
+    Invariant: ``fired`` is None until the test skips; from then on every run of the target
+    raises :class:`_EndedEarly` at once, so the rest of the exploration takes no time, and
+    the plugin re-raises ``fired`` after the engine returns (without any note the engine
+    added to it meanwhile).
 
-    Args:
-        test_code: the test function's code: a re-raised exception's traceback ends in the
-            test's own code where it called into interlace's engine (a controlled
-            ``Thread.join``, lock or sleep the alarm interrupted), not in the scheduler.
+    Attributes:
+        test_code: the test function's code (set once the plugin knows it): a re-raised
+            exception's traceback ends in the test's own code where it called into
+            interlace's engine (a controlled ``Thread.join``, lock or sleep the alarm
+            interrupted), not in the scheduler.
+        runs: how many times the engine ran the test body.
     """
 
-    def __init__(self, test_code: CodeType | None = None) -> None:
+    def __init__(self) -> None:
         self.fired: BaseException | None = None
+        self.test_code: CodeType | None = None
+        self.runs = 0
         self._notes = 0
-        self._test_code = test_code
+        self._alarm_traceback: TracebackType | None = None
 
     def check(self) -> None:
+        self.runs += 1
         if self.fired is not None:
             raise _EndedEarly
 
     def observe(self, exc: BaseException) -> None:
-        if self.fired is not None:
+        from interlace.harness import _interrupt
+
+        alarm = _interrupt.alarm()
+        if alarm is not None and exc is alarm.exception:
+            if self._alarm_traceback is None:
+                self._alarm_traceback = exc.__traceback__
             return
-        if isinstance(exc, pytest.skip.Exception) or _raised_by_pytest_timeout(exc.__traceback__):
+        if self.fired is None and isinstance(exc, pytest.skip.Exception):
             self.fired = exc
             self._notes = len(getattr(exc, "__notes__", ()))
 
@@ -421,8 +472,28 @@ class _OutcomeGuard:
         notes = getattr(fired, "__notes__", None)
         if notes is not None:
             del notes[self._notes :]
-        _cut_engine_tail(fired.__traceback__, self._test_code)
+        _cut_engine_tail(fired.__traceback__, self.test_code)
         raise fired
+
+    def reraise_timeout(self, exc: BaseException) -> None:
+        """Raise ``exc`` as the timeout it is if an alarm ended the exploration with it.
+
+        Its traceback shows where the test was: the one it came out of the test body with,
+        else the stack the signal interrupted, from the test's code on; or nothing, when the
+        alarm came while only interlace's engine or a library ran.
+        """
+        __tracebackhide__ = True
+        from interlace.harness import _interrupt
+
+        alarm = _interrupt.alarm()
+        if alarm is None or exc is not alarm.exception:
+            return
+        where = _blocked_at(self._alarm_traceback, self.test_code, tasks=False)
+        if where is None:
+            where = _blocked_at(alarm.stack, self.test_code, tasks=True)
+        note = MSG_TIMEOUT.format(runs=_plural(self.runs, "run"))
+        exc.add_note(note + (MSG_TIMEOUT_IN_ENGINE if where is None else ""))
+        raise exc.with_traceback(where)
 
 
 _ENGINE_DIRS = tuple(
@@ -445,12 +516,43 @@ def _cut_engine_tail(tb: TracebackType | None, test_code: CodeType | None) -> No
         tb = tb.tb_next
 
 
-def _raised_by_pytest_timeout(tb: TracebackType | None) -> bool:
+def _in_engine(tb: TracebackType) -> bool:
+    return tb.tb_frame.f_code.co_filename.startswith(_ENGINE_DIRS)
+
+
+def _blocked_at(
+    tb: TracebackType | None, test_code: CodeType | None, *, tasks: bool
+) -> TracebackType | None:
+    """The part of a stack that shows where the test was, or None if it shows no test code.
+
+    From the test's own frame if it is there (the test body, or the main task), else, with
+    ``tasks``, from the first frame outside interlace and the libraries below the engine's
+    last frame (a task the scheduler stepped); up to the engine's next frame.
+    """
+    from interlace.harness._introspect import is_library_file
+
+    entries: list[TracebackType] = []
     while tb is not None:
-        if tb.tb_frame.f_globals.get("__name__") == "pytest_timeout":
-            return True
+        entries.append(tb)
         tb = tb.tb_next
-    return False
+    start = next((i for i, e in enumerate(entries) if e.tb_frame.f_code is test_code), None)
+    if start is None and tasks:
+        after = max((i + 1 for i, e in enumerate(entries) if _in_engine(e)), default=0)
+        start = next(
+            (
+                i
+                for i in range(after, len(entries))
+                if not is_library_file(entries[i].tb_frame.f_code.co_filename)
+            ),
+            None,
+        )
+    if start is None:
+        return None
+    for i in range(start + 1, len(entries)):
+        if _in_engine(entries[i]):
+            entries[i - 1].tb_next = None
+            break
+    return entries[start]
 
 
 def _coroutine_function(obj: object) -> Callable[..., Coroutine[Any, Any, Any]] | None:
@@ -508,15 +610,46 @@ class _Runner:
         try:
             marker = _marker_settings(item)
         except _Invalid as exc:
-            pytest.fail(str(exc), pytrace=False)
-        item.stash[_settings_key] = {**self.settings, **marker}
+            problem = str(exc)
+        else:
+            item.stash[_settings_key] = {**self.settings, **marker}
+            return
+        # Outside the except block: pytest would print the _Invalid as well, "During
+        # handling of the above exception, another exception occurred".
+        pytest.fail(problem, pytrace=False)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        # anyio's plugin parametrizes anyio_backend over every installed backend: the trio
+        # variant of a marked test cannot run on interlace's asyncio loop, so it is skipped
+        # (with the item's location, as a skip marker gives it).
+        for item in items:
+            callspec = getattr(item, "callspec", None)
+            if callspec is None or item.get_closest_marker(MARKER_NAME) is None:
+                continue
+            backend = callspec.params.get("anyio_backend")
+            backend_name = backend[0] if isinstance(backend, tuple) else backend
+            if (
+                isinstance(backend_name, str)
+                and backend_name != "asyncio"
+                and _coroutine_function(getattr(item, "obj", None)) is not None
+            ):
+                item.add_marker(
+                    pytest.mark.skip(reason=MSG_ANYIO_VARIANT.format(backend=backend_name))
+                )
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_pyfunc_call(self, pyfuncitem: pytest.Function) -> bool | None:
         if pyfuncitem.get_closest_marker(MARKER_NAME) is None:
             return None
         __tracebackhide__ = True
-        self._run(pyfuncitem)
+        guard = _OutcomeGuard()
+        try:
+            self._run(pyfuncitem, guard)
+        except BaseException as exc:
+            # Here, not in _run: the traceback it gets starts at a frame pytest hides.
+            guard.reraise_timeout(exc)
+            raise
         return True
 
     def _hints(
@@ -537,22 +670,22 @@ class _Runner:
         module = getattr(function, "__module__", None) or item.module.__name__
         qualname = getattr(function, "__qualname__", item.name)
         plain = not arguments and "." not in qualname and "<" not in qualname
+        api = cli = ""
         if plain:
+            # A method or a test with fixtures has no function to name that a user could
+            # pass to interlace.replay or `interlace replay`: only the pytest line is printed.
             api = f"{module}.{qualname}"
             relative = os.path.relpath(item.path, item.config.invocation_params.dir)
             cli = f"{relative}:{qualname}" if not relative.startswith("..") else ""
-        else:
-            api = f"<{module}.{qualname} called with its fixtures>"
-            cli = ""
         return ReplayHints(
             api=api,
             cli=cli,
-            pytest=item.nodeid,
+            pytest=_invoked_nodeid(item),
             instrument=instrument,
             pytest_options=self.replay_option if instrument and from_config else "",
         )
 
-    def _run(self, item: pytest.Function) -> None:
+    def _run(self, item: pytest.Function, guard: _OutcomeGuard) -> None:
         nodeid = item.nodeid
         coroutine_function = _coroutine_function(item.obj)
         function: Callable[..., Any] = item.obj
@@ -566,7 +699,7 @@ class _Runner:
                 )
         # Otherwise a plain test function (pytest itself refuses generator tests).
         arguments = _fixture_arguments(function, item.funcargs)
-        guard = _OutcomeGuard(getattr(getattr(function, "__func__", function), "__code__", None))
+        guard.test_code = getattr(getattr(function, "__func__", function), "__code__", None)
         scenario: Callable[[], Any]
 
         if coroutine_function is not None:
@@ -576,19 +709,19 @@ class _Runner:
                 guard.check()
                 try:
                     await function(**arguments)
-                except (pytest.fail.Exception, pytest.skip.Exception) as exc:
+                except BaseException as exc:
                     guard.observe(exc)
                     raise
 
         else:
             # A plain test: explore() runs it with its threads under control. This wrapper
             # lives in interlace's engine, which gets no schedule points; the test body does.
-            def scenario() -> None:
+            def scenario() -> object:
                 __tracebackhide__ = True
                 guard.check()
                 try:
-                    function(**arguments)
-                except (pytest.fail.Exception, pytest.skip.Exception) as exc:
+                    return function(**arguments)
+                except BaseException as exc:
                     guard.observe(exc)
                     raise
 
@@ -605,28 +738,38 @@ class _Runner:
         settings = item.stash.get(_settings_key, self.settings)
         instrument: tuple[str, ...] = settings.get("instrument", ())  # type: ignore[assignment]
         hints = self._hints(item, function, arguments, instrument)
+        # pytest.fail is called outside the except blocks: inside one, pytest would print
+        # the harness's exception as well ("During handling of the above exception ...").
+        problem = ""
         if self.token is not None:
             self.replayed += 1
             try:
                 failure = replay(scenario, self.token, hints=hints, instrument=instrument)
             except ReplayDivergedError as exc:
-                pytest.fail(MSG_REPLAY_DIVERGED.format(nodeid=nodeid, error=exc), pytrace=False)
+                problem = MSG_REPLAY_DIVERGED.format(nodeid=nodeid, error=exc)
             except InterlaceError as exc:
-                pytest.fail(MSG_HARNESS_ERROR.format(nodeid=nodeid, error=exc), pytrace=False)
+                problem = MSG_HARNESS_ERROR.format(nodeid=nodeid, error=exc)
+            if problem:
+                pytest.fail(problem, pytrace=False)
             guard.reraise()
             if failure is None:
-                self._record(item, True, MSG_REPLAY_PASSED.format(nodeid=nodeid))
+                fixtures = ""
+                if arguments:
+                    fixtures = MSG_REPLAY_PASSED_FIXTURES.format(names=", ".join(arguments))
+                self._record(item, True, MSG_REPLAY_PASSED.format(nodeid=nodeid, fixtures=fixtures))
                 return
             header = MSG_REPLAY_STILL_FAILS.format(
                 article=_article(failure.kind), kind=failure.kind
             )
             line = MSG_REPLAY_FAILED.format(nodeid=nodeid, kind=failure.kind)
             self._record(item, True, line, failure)
-            self._fail(failure, header)
+            self._fail(failure, header, [])
         try:
             exploration = explore(scenario, hints=hints, **settings)  # type: ignore[arg-type]
         except InterlaceError as exc:
-            pytest.fail(MSG_HARNESS_ERROR.format(nodeid=nodeid, error=exc), pytrace=False)
+            problem = MSG_HARNESS_ERROR.format(nodeid=nodeid, error=exc)
+        if problem:
+            pytest.fail(problem, pytrace=False)
         guard.reraise()
         failure = exploration.failure
         line = _explored_line(nodeid, exploration)
@@ -639,7 +782,8 @@ class _Runner:
                 schedules=_plural(exploration.schedules, "schedule"),
                 seed=exploration.seed,
             )
-            self._fail(failure, header)
+            stock_first = settings.get("strategy", "auto") in ("auto", "exhaustive")
+            self._fail(failure, header, _explanations(failure, exploration, arguments, stock_first))
 
     def _record(
         self, item: pytest.Item, always: bool, line: str, failure: Failure | None = None
@@ -653,13 +797,15 @@ class _Runner:
         item.add_report_section("call", SECTION, text)
 
     @staticmethod
-    def _fail(failure: Failure, header: str) -> None:
+    def _fail(failure: Failure, header: str, notes: list[str]) -> None:
         if failure.kind == "exception" and failure.exception is not None:
             # The user's own exception, with the engine's note (schedule and replay lines).
             __tracebackhide__ = True
+            for note in notes:
+                failure.exception.add_note(note)
             raise failure.exception
         # No __tracebackhide__ here: with every frame hidden pytest adds a "hidden frames" line.
-        pytest.fail(f"{header}\n{failure.report}", pytrace=False)
+        pytest.fail("\n".join([header, failure.report, *notes]), pytrace=False)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         verbose = terminalreporter.config.get_verbosity() > 0
@@ -670,6 +816,39 @@ class _Runner:
             terminalreporter.section(SECTION)
             for line in shown:
                 terminalreporter.line(line)
+
+
+def _invoked_nodeid(item: pytest.Item) -> str:
+    """The test's node id with its file relative to where pytest was run, not the rootdir,
+    so that the printed replay line works when pasted in the same directory."""
+    _, separator, rest = item.nodeid.partition("::")
+    try:
+        relative = os.path.relpath(item.path, item.config.invocation_params.dir)
+    except ValueError:  # another drive, on Windows
+        return item.nodeid
+    return Path(relative).as_posix() + separator + rest
+
+
+def _explanations(
+    failure: Failure,
+    exploration: Exploration,
+    arguments: Mapping[str, object],
+    stock_first: bool,
+) -> list[str]:
+    """Notes for a failure whose cause is not the schedule it reports."""
+    exception = failure.exception
+    if isinstance(exception, (RuntimeError, ValueError)) and (
+        "different event loop" in str(exception) or "different loop" in str(exception)
+    ):
+        return [MSG_OTHER_LOOP]
+    # The strategies that run stock order first: if it failed only later, a run's outcome
+    # depends on the runs before it, which a replay (one run) does not repeat.
+    if stock_first and failure.deviations == 0 and exploration.schedules > 1:
+        where = MSG_EARLIER_STATE_GLOBALS
+        if arguments:
+            where = MSG_EARLIER_STATE_FIXTURES.format(names=", ".join(arguments))
+        return [MSG_EARLIER_STATE.format(where=where)]
+    return []
 
 
 def _explored_line(nodeid: str, exploration: Exploration) -> str:
