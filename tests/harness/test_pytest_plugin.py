@@ -1303,9 +1303,7 @@ def test_a_pytest_timeout_alarm_fails_the_test_with_the_timeout_wherever_it_land
         timeout = f"Failed: Timeout (>{delay}s) from pytest-timeout."
         assert len(re.findall(rf"^E +{re.escape(timeout)}$", output, re.MULTILINE)) == 2, output
     note = "*" + pattern(plugin.MSG_TIMEOUT) + "*"
-    # Count in the failure reports only: with CI set, pytest's short summary repeats the note.
-    reports = output.split("short test summary info")[0]
-    notes = [line for line in reports.splitlines() if fnmatch(line, note)]
+    notes = [line for line in _reports(output).splitlines() if fnmatch(line, note)]
     assert len(notes) == 2 * len(ALARM_DELAYS), output
     for wrong in ("interlace found", "failing schedule", "Exception ignored"):
         assert wrong not in output
@@ -1348,7 +1346,7 @@ def test_a_marker_mistake_and_a_replay_divergence_are_printed_once(
         setting="seed", value=-1, source=plugin.SOURCE_MARKER, minimum=0
     )
     output = result.stdout.str()
-    assert output.count(message) == 1, output  # the short summary line has it cut short
+    assert _reports(output).count(message) == 1, output
     assert "During handling of the above exception" not in output
 
     # A token whose decision comes after the end of test_short's only run.
@@ -1356,7 +1354,7 @@ def test_a_marker_mistake_and_a_replay_divergence_are_printed_once(
     diverged = run(pytester, "test_once.py::test_short", f"--interlace-replay={token}")
     diverged.assert_outcomes(failed=1)
     output = diverged.stdout.str()
-    assert output.count("interlace could not replay the schedule") == 1, output
+    assert _reports(output).count("interlace could not replay the schedule") == 1, output
     assert "During handling of the above exception" not in output
     # A token from a different test is one of the causes it names.
     diverged.stdout.fnmatch_lines(
@@ -1502,7 +1500,7 @@ def test_a_failure_left_by_earlier_schedules_in_fixtures_says_so(
     assert f"E           {plugin.MSG_OTHER_LOOP}" in output
     globals_left = plugin.MSG_EARLIER_STATE.format(where=plugin.MSG_EARLIER_STATE_GLOBALS)
     assert f"E       {globals_left}" in output
-    assert output.count("interlace: this is the stock-order schedule") == 2  # not for the lock
+    assert _reports(output).count("interlace: this is the stock-order schedule") == 2  # no lock
     # The two that take fixtures have no API or CLI line; the third has both.
     assert "interlace.replay(test_fixtures.test_fixture_" not in output
     assert "called with its fixtures" not in output
@@ -1594,3 +1592,9 @@ def test_anyios_trio_variant_of_a_marked_test_is_skipped(pytester: pytest.Pytest
             + "*"
         ]
     )
+
+
+def _reports(output: str) -> str:
+    """pytest's output up to its short test summary, which repeats whole messages when the CI
+    environment variable is set (and cuts them short otherwise)."""
+    return output.split("short test summary info")[0]
