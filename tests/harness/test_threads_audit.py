@@ -7,15 +7,21 @@ harness once reported as a failure, or made it hang.
 
 from __future__ import annotations
 
+import concurrent.futures
+import logging
+import re
+import socket
 import subprocess
 import sys
 import textwrap
 import threading
 import time
+from collections.abc import Callable, Iterator
 
 import pytest
 
 import interlace
+from interlace.harness import _threads
 
 SEED = 7
 
@@ -161,6 +167,295 @@ def test_without_an_own_excepthook_a_threads_exception_is_a_failure() -> None:
     failure = interlace.explore(scenario, seed=SEED, max_schedules=5).failure
     assert failure is not None
     assert isinstance(failure.exception, ZeroDivisionError)
+
+
+# -- real I/O: a child process's pipes -------------------------------------------------------------
+
+
+def two_threads_run_children() -> None:
+    out: list[str] = []
+
+    def work(text: str) -> None:
+        child = [sys.executable, "-c", "import sys; print(sys.stdin.read())"]
+        out.append(subprocess.run(child, input=text, capture_output=True, text=True).stdout)
+
+    threads = [threading.Thread(target=work, args=(text,)) for text in "ab"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(out) == ["a\n", "b\n"]
+
+
+def test_a_child_process_whose_pipes_a_thread_reads_is_waited_for_not_a_deadlock() -> None:
+    # ``communicate`` waits on its pipes in a selector with no data on the keys: real I/O
+    # that arrives with no thread running, not an event loop's wake-up pipe.
+    exploration = interlace.explore(two_threads_run_children, seed=SEED, max_schedules=3)
+    assert exploration.failure is None
+    assert exploration.schedules == 3
+
+
+# -- the same seed, the same schedule, in every process -----------------------------------------
+
+
+def test_threads_and_executor_futures_hash_in_the_runs_creation_order() -> None:
+    # A set of threads or futures iterates in hash order (``ThreadPoolExecutor.shutdown``
+    # joins its workers out of one): a hash from the object's address would change with the
+    # process's allocations, and so would the schedule a seed gives. The objects of earlier
+    # runs are kept alive, so the second exploration's objects have new addresses.
+    kept: list[object] = []
+    hashes: list[list[int]] = []
+
+    def scenario() -> None:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as executor:
+            futures = [executor.submit(time.sleep, 0) for _ in range(3)]
+        threads = [threading.Thread(target=time.sleep, args=(0,)) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        hashes.append([hash(item) for item in [*futures, *threads]])
+        kept.extend([*futures, *threads, executor])
+
+    for _ in range(2):
+        assert interlace.explore(scenario, seed=SEED, max_schedules=4).failure is None
+    assert len(hashes) == 8
+    assert hashes[:4] == hashes[4:]
+    assert all(len(set(run)) == 5 for run in hashes)
+
+
+# -- locks taken outside the code under test ---------------------------------------------------
+
+
+class Counter:
+    lock = threading.Lock()
+    count = 0
+
+    def by_class(self) -> None:
+        with self.__class__.lock:
+            value = Counter.count
+            Counter.count = value + 1
+
+    def by_type(self) -> None:
+        with type(self).lock:
+            value = Counter.count
+            Counter.count = value + 1
+
+    def by_acquire(self) -> None:
+        type(self).lock.acquire()
+        try:
+            value = Counter.count
+            Counter.count = value + 1
+        finally:
+            type(self).lock.release()
+
+
+@pytest.mark.parametrize("method", ["by_class", "by_type", "by_acquire"])
+def test_a_class_lock_reached_through_the_instances_type_is_controlled(method: str) -> None:
+    # Unseen, a thread switched inside the ``with`` would leave the other blocked in C.
+    def scenario() -> None:
+        Counter.count = 0
+        counter = Counter()
+        threads = [threading.Thread(target=getattr(counter, method)) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert Counter.count == 2
+
+    exploration = interlace.explore(scenario, seed=SEED, max_schedules=100)
+    assert exploration.failure is None
+    assert exploration.schedules == 100
+
+
+class RecordsHandler(logging.Handler):
+    """A handler of the program's own: ``emit`` runs under ``logging``'s handler lock."""
+
+    def __init__(self, before_emit: Callable[[], None] = lambda: None) -> None:
+        super().__init__()
+        self.before_emit = before_emit
+        self.records: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.before_emit()
+        message = self.format(record)
+        self.records.append(message)
+
+
+def _logger(handler: logging.Handler) -> logging.Logger:
+    logger = logging.getLogger(f"interlace-test-{id(handler)}")
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    logger.handlers[:] = [handler]
+    return logger
+
+
+def two_threads_log() -> None:
+    handler = RecordsHandler()
+    logger = _logger(handler)
+    threads = [threading.Thread(target=logger.info, args=(f"w{i}",)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(handler.records) == ["w0", "w1"]
+
+
+def main_thread_logs_while_a_thread_emits() -> None:
+    # The thread waits inside ``emit`` (holding the handler's lock) until the main thread
+    # lets it go, then the main thread logs: it is the one left waiting for the lock.
+    emitting, go = threading.Event(), threading.Event()
+
+    def wait_in_emit() -> None:
+        if threading.current_thread() is not threading.main_thread():
+            emitting.set()
+            go.wait()
+
+    handler = RecordsHandler(wait_in_emit)
+    logger = _logger(handler)
+    thread = threading.Thread(target=logger.info, args=("thread",))
+    thread.start()
+    emitting.wait()
+    go.set()
+    logger.info("main")
+    thread.join()
+
+
+@pytest.mark.parametrize("scenario", [two_threads_log, main_thread_logs_while_a_thread_emits])
+def test_a_lock_library_code_holds_across_a_switch_is_named_with_the_module_to_instrument(
+    scenario: Callable[[], None],
+) -> None:
+    before = threading.active_count()
+    with pytest.raises(interlace.errors.UnsupportedOperationError) as raised:
+        interlace.explore(scenario, seed=SEED, max_schedules=50)
+    message = str(raised.value)
+    assert "(in logging, outside the code under test) for a threading.RLock" in message
+    assert "instrument=['logging']" in message
+    assert threading.active_count() == before  # every thread of the run was unwound
+
+
+@pytest.mark.parametrize("scenario", [two_threads_log, main_thread_logs_while_a_thread_emits])
+def test_instrumenting_the_library_that_holds_the_lock_controls_it(
+    scenario: Callable[[], None],
+) -> None:
+    exploration = interlace.explore(scenario, seed=SEED, max_schedules=50, instrument=["logging"])
+    assert exploration.failure is None
+
+
+# -- the main thread blocked for real on another thread of the target ---------------------------
+
+
+def server_in_the_main_thread() -> None:
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+
+    def client() -> None:
+        socket.create_connection(("127.0.0.1", port)).close()
+
+    thread = threading.Thread(target=client)
+    thread.start()
+    try:
+        server.accept()[0].close()  # the client cannot run while the main thread waits here
+    finally:
+        server.close()
+    thread.join()
+
+
+def test_a_main_thread_stuck_in_real_io_is_interrupted_and_reported(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_threads, "_STALL_SECONDS", 1.0)
+    before = threading.active_count()
+    with pytest.raises(interlace.errors.UnsupportedOperationError) as raised:
+        interlace.explore(server_in_the_main_thread, seed=SEED, max_schedules=5)
+    message = str(raised.value)
+    assert re.search(r"thread 'MainThread' ran for 1 s at \S*test_threads_audit\.py:\d+ ", message)
+    assert "a server's accept for a client thread" in message
+    assert threading.active_count() == before
+
+
+# -- executors and pools made outside the exploration -------------------------------------------
+
+
+def _slow_square(value: int) -> int:
+    time.sleep(0.01)  # outside the run, a real sleep
+    return value * value
+
+
+@pytest.fixture
+def warm_executor() -> Iterator[concurrent.futures.ThreadPoolExecutor]:
+    executor = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    executor.submit(int).result()  # its one worker starts now, outside any exploration
+    yield executor
+    executor.shutdown()
+
+
+@pytest.mark.parametrize("timeout", [None, 5.0])
+def test_a_wait_that_a_thread_outside_the_run_ends_is_no_deadlock(
+    warm_executor: concurrent.futures.ThreadPoolExecutor, timeout: float | None
+) -> None:
+    # The future is set by the executor's worker, which runs freely: its result comes in
+    # real time, not when the virtual clock would pass the timeout.
+    def scenario() -> None:
+        assert warm_executor.submit(_slow_square, 3).result(timeout=timeout) == 9
+
+    exploration = interlace.explore(scenario, seed=SEED, max_schedules=5)
+    assert exploration.failure is None
+
+
+def test_a_deadlock_report_names_the_threads_outside_the_run(
+    warm_executor: concurrent.futures.ThreadPoolExecutor,
+) -> None:
+    def scenario() -> None:
+        first, second = threading.Lock(), threading.Lock()
+
+        def take(one: threading.Lock, two: threading.Lock) -> None:
+            with one, two:
+                pass
+
+        threads = [
+            threading.Thread(target=take, args=(first, second)),
+            threading.Thread(target=take, args=(second, first)),
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    failure = interlace.explore(scenario, seed=SEED, max_schedules=50).failure
+    assert failure is not None
+    assert failure.kind == "deadlock"
+    assert "Threads outside the exploration were alive (ThreadPoolExecutor-" in failure.report
+
+
+def submits_to(executor: concurrent.futures.ThreadPoolExecutor) -> None:
+    assert executor.submit(_slow_square, 2).result() == 4
+
+
+def test_an_executor_made_before_the_exploration_is_refused_when_it_starts_a_worker() -> None:
+    executor = concurrent.futures.ThreadPoolExecutor(max_workers=1)  # no worker yet
+    try:
+        with pytest.raises(interlace.errors.UnsupportedOperationError) as raised:
+            interlace.explore(lambda: submits_to(executor), seed=SEED, max_schedules=5)
+    finally:
+        executor.shutdown()
+    message = str(raised.value)
+    assert "is a worker of a ThreadPoolExecutor created before the exploration" in message
+    assert "'with ThreadPoolExecutor() as pool:'" in message
+
+
+def test_a_multiprocessing_pool_made_in_the_target_is_refused() -> None:
+    # A ThreadPool: its worker handler waits on the change notifier's pipe, as a process
+    # Pool's does (which also starts processes, whose start-up the refusal cuts short).
+    import multiprocessing.pool
+
+    def scenario() -> None:
+        with multiprocessing.pool.ThreadPool(1) as pool:
+            pool.map(abs, [1])
+
+    with pytest.raises(interlace.errors.UnsupportedOperationError) as raised:
+        interlace.explore(scenario, seed=SEED, max_schedules=5)
+    assert "is a thread of a multiprocessing pool" in str(raised.value)
 
 
 # -- Ctrl-C while a parked thread holds a Condition's lock --------------------------------------

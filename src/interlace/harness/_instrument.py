@@ -307,8 +307,29 @@ def _chain_ending_at(instrs: list[dis.Instruction], end: int) -> tuple[Recipe, i
         return None
     base = _base(instrs[index])
     if base is None:
-        return None
+        base, index = _type_of(instrs, index)
+        if base is None:
+            return None
     return (base, *(("attr", a) for a in reversed(attrs))), index
+
+
+def _type_of(instrs: list[dis.Instruction], call: int) -> tuple[tuple[str, Any] | None, int]:
+    """``type(name)`` ending at ``call`` (``with type(self)._lock:``): its base and start."""
+    if instrs[call].opname != "CALL" or instrs[call].arg != 1 or call < 2:
+        return None, call
+    j = call - 1
+    if instrs[j].opname == "PRECALL":  # 3.11
+        j -= 1
+    inner = _base(instrs[j])
+    callee = instrs[j - 1] if j >= 1 else None
+    if (
+        inner is None
+        or callee is None
+        or callee.opname not in ("LOAD_GLOBAL", "LOAD_NAME")
+        or callee.argval != "type"
+    ):
+        return None, call
+    return ("type", inner), j - 1
 
 
 def _arg_recipe(instr: dis.Instruction) -> list[Recipe] | None:
@@ -437,6 +458,9 @@ def _make_plan(code: types.CodeType) -> Plan:
     return _plan(frozenset(inline), withs, calls, line_last, lazy, eager)
 
 
+_OBJECT_CLASS = vars(object)["__class__"]
+
+
 def _static_attr(obj: Any, name: str) -> Any:
     """``getattr`` without running user code: instance dict, slots, plain class attributes."""
     if isinstance(obj, types.ModuleType):
@@ -454,6 +478,8 @@ def _static_attr(obj: Any, name: str) -> Any:
         if name in vars(klass):
             found = vars(klass)[name]
             break
+    if found is _OBJECT_CLASS:
+        return type(obj)  # ``self.__class__``, unless a class redefines it (mocks do)
     if isinstance(obj, type):
         if found is UNKNOWN or hasattr(type(found), "__get__"):
             # Class attributes through descriptors (classmethod, property) may run code.
@@ -480,7 +506,11 @@ def _static_attr(obj: Any, name: str) -> Any:
 def evaluate(recipe: Recipe, frame: types.FrameType) -> Any:
     """Recompute a recipe's value in ``frame`` without side effects, or raise ``Unknown``."""
     kind, name = recipe[0]
-    if kind == "const":
+    if kind == "type":
+        if frame.f_globals.get("type", type) is not type:
+            raise UNKNOWN  # a module's own ``type``: calling it may run code
+        value = type(evaluate((name,), frame))
+    elif kind == "const":
         value = name
     elif kind == "local":
         local_vars = frame.f_locals

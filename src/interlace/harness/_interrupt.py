@@ -174,8 +174,16 @@ def alarm() -> Alarm | None:
     return _alarm if _alarm is not None else _last_alarm
 
 
+_sent: BaseException | None = None
+"""What :func:`send_to_main` raises in the main thread with the next SIGINT."""
+
+
 def _handler(signum: int, frame: FrameType | None) -> None:
-    global _received
+    global _received, _sent
+    sent = _sent
+    if sent is not None:
+        _sent = None
+        raise sent
     _received = True
     if not _deferring:
         signal.default_int_handler(signum, frame)  # raises KeyboardInterrupt
@@ -213,6 +221,21 @@ def check() -> None:
         raise _alarm.exception
 
 
+def send_to_main(exc: BaseException) -> bool:
+    """Raise ``exc`` in the main thread, even inside a call that blocks for real there (an
+    ``accept`` on a socket): a SIGINT interrupts the call, and the handler :func:`kept`
+    installed raises ``exc`` instead of ``KeyboardInterrupt``. False when that handler is not
+    in place (an application's own), or on a platform without ``pthread_kill``."""
+    global _sent
+    kill = getattr(signal, "pthread_kill", None)
+    main = threading.main_thread().ident
+    if kill is None or main is None or signal.getsignal(signal.SIGINT) is not _handler:
+        return False
+    _sent = exc
+    kill(main, signal.SIGINT)
+    return True
+
+
 @contextlib.contextmanager
 def kept() -> Iterator[None]:
     """While an exploration runs: a Ctrl-C or an alarm is remembered until it ends the
@@ -222,7 +245,7 @@ def kept() -> Iterator[None]:
     it caused, an error of the engine, a normal end); :func:`alarm` keeps it until the next
     exploration starts.
     """
-    global _received, _alarm, _last_alarm, _raised, _refiring, _place, _depth
+    global _received, _alarm, _last_alarm, _raised, _refiring, _place, _depth, _sent
     if not _depth:
         _alarm = _last_alarm = _place = None
         _raised = _refiring = False
@@ -256,6 +279,7 @@ def kept() -> Iterator[None]:
             if signal.getsignal(signal.SIGINT) is _handler:
                 signal.signal(signal.SIGINT, signal.default_int_handler)
             _received = False
+            _sent = None
         _depth -= 1
         if not _depth and _refiring:
             # A timer still pending is the one the wrapper set (the alarm's own fired), and

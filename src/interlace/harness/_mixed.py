@@ -121,6 +121,7 @@ class MixedRun:
         self.ctl: LoopController | None = None
         self._previous_trace: Any = None
         self._counter: Any = None
+        self._end_hashes: Callable[[], None] | None = None
 
     def arm(self) -> None:
         """Before the run: the first thread the loop's thread starts calls :meth:`activate`."""
@@ -131,6 +132,7 @@ class MixedRun:
         # schedule names its threads the same way every time.
         self._counter = threading._counter  # type: ignore[attr-defined]
         threading._counter = itertools.count(1).__next__  # type: ignore[attr-defined]
+        self._end_hashes = _threads.run_ordered_hashes()
 
     def activate(self) -> None:
         """Put the loop's thread under a thread scheduler, from its next schedule point."""
@@ -185,6 +187,9 @@ class MixedRun:
         if self._counter is not None:
             threading._counter = self._counter  # type: ignore[attr-defined]
             self._counter = None
+        if self._end_hashes is not None:
+            self._end_hashes()
+            self._end_hashes = None
         ctl = self.ctl
         if ctl is None:
             return

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import _thread
 import collections
+import concurrent.futures
 import contextlib
 import dis
 import inspect
@@ -64,6 +65,14 @@ _real_time = time.time
 _RUNNABLE, _BLOCKED, _DONE = 0, 1, 2
 _POLL_SECONDS = 0.25
 _STALL_SECONDS = 20.0
+_OUTSIDE_SECONDS = 0.5
+"""How long every thread of a run may wait for a thread outside it (``_woken_from_outside``)."""
+_OUTSIDE_POLL = 0.001
+_OUTSIDE_ENDS = frozenset({"lock", "condition", "io", "flock", "loop"})
+"""The kinds of wait a thread outside the run can end (a release, a notify, a write)."""
+_LOCK_STALL_SECONDS = 2.0
+"""How long a thread may wait for a lock taken outside the code under test before that
+counts as stuck: only a thread outside the run could still release it."""
 _TRACE_LIMIT = 400
 _UNWIND_SECONDS = 5.0
 _REAL_TIMEOUT_SECONDS = 1.0
@@ -193,6 +202,9 @@ class Controller:
         self.aborting = False
         self.done = _allocate_lock()
         self.done.acquire()
+        self._stall_lock = _allocate_lock()
+        self.stuck: _Thread | None = None
+        """The thread reported stuck outside the schedule (it is unwound last)."""
         self.record = record
         self.records: collections.deque[StepRecord] = collections.deque(maxlen=_TRACE_LIMIT)
         self.owners: dict[int, _Thread] = {}
@@ -454,6 +466,14 @@ class Controller:
         """Wait for the baton; once the run is over, unwind (raise ``_Abort``) when woken."""
         if t.aborted:
             raise _Abort
+        self.wait_baton(t)
+        if self.aborting:
+            t.aborted = True
+            raise _Abort
+
+    def wait_baton(self, t: _Thread) -> None:
+        """Wait until ``t`` is given the baton, or must unwind without it (a stall), watching
+        the thread that holds it meanwhile."""
         waited = 0.0
         last = self.step
         while not t.park.acquire(timeout=_POLL_SECONDS):
@@ -461,28 +481,54 @@ class Controller:
                 _interrupt.check()
             waited = waited + _POLL_SECONDS if self.step == last else 0.0
             last = self.step
-            if waited >= _STALL_SECONDS and t.actor == 0 and not self.aborting:
-                self._stalled()
-        if self.aborting:
-            t.aborted = True
-            raise _Abort
+            # The main thread watches the others; while it holds the baton itself, the
+            # others that wait watch it (the first to see the stall reports it).
+            current = self.current
+            watching = t.actor == 0 or (current is not None and current.actor == 0)
+            if (
+                waited >= _LOCK_STALL_SECONDS
+                and watching
+                and not self.aborting
+                and self._check_stalled(t, waited)
+            ):
+                return
 
-    def _stalled(self) -> None:
-        import traceback
+    def _check_stalled(self, t: _Thread, waited: float) -> bool:
+        """The running thread made no step for ``waited`` s: report it if it is stuck.
 
+        True when ``t``, a thread other than the main one, must now unwind (without the
+        baton): the main thread is the one stuck, and it waits for a lock that a parked
+        thread holds, maybe ``t``. Unwinding the parked threads releases it; the main
+        thread then ends the run as after any failure.
+        """
         current = self.current
-        where = self.location(current) if current is not None else "?"
-        name = current.name if current is not None else "?"
-        frame = sys._current_frames().get(current.ident) if current and current.ident else None
-        stack = "".join(traceback.format_stack(frame)[-6:]) if frame is not None else ""
-        self.error = UnsupportedOperationError(
-            f"thread {name!r} ran for {_STALL_SECONDS:g} s at {where} without reaching a "
-            "schedule point: it is blocked outside interlace's control (real I/O, a lock "
-            "reached through an expression interlace cannot read, or a C extension). Run "
-            "the blocking part outside the explored target, or use the threading/queue "
-            "primitives, which interlace controls" + (f". Where it is:\n{stack}" if stack else "")
-        )
-        self._abort()
+        if current is None or current.ident is None:
+            return False
+        frame = sys._current_frames().get(current.ident)
+        lock_wait = _outside_lock_wait(frame)
+        if lock_wait is None and waited < _STALL_SECONDS:
+            return False
+        with self._stall_lock:
+            if self.aborting:
+                return False
+            self.stuck = current
+            self.error = UnsupportedOperationError(_stall_message(self, current, frame, lock_wait))
+            self._abort()
+        if t.actor == 0:
+            return False
+        for u in self.threads[1:]:
+            if u is not t and u.status != _DONE and u.park.locked():
+                self.current = u
+                u.park.release()
+                if u.thread is not None:
+                    _orig_join(u.thread, _UNWIND_SECONDS)
+        if lock_wait is None and current.ident == threading.main_thread().ident:
+            # A wait for something real (a socket's accept, a pipe's read) that no thread of
+            # the run can end now: interrupt it, and the main thread unwinds (once: its
+            # clean-up then runs, as after any abort).
+            current.aborted = True
+            _interrupt.send_to_main(_Abort())
+        return True
 
     # -- blocking ---------------------------------------------------------------------------------
 
@@ -541,6 +587,8 @@ class Controller:
                 candidates = [u for u in (*self._order(t), t) if self._can_run(u)]
                 if candidates:
                     break
+                if not self._only_daemons_wait() and self._woken_from_outside():
+                    continue
                 # Once the program ended, daemon threads that wait or sleep are dropped (at
                 # interpreter exit): their timeouts never fire, so the clock stays.
                 if self._only_daemons_wait() or not self._advance_clock():
@@ -568,6 +616,30 @@ class Controller:
             return
         self._switch(t, u, why)
         self._refresh()
+
+    def _woken_from_outside(self) -> bool:
+        """Every thread of the run waits: True if a thread outside the run woke one.
+
+        A thread that existed before the run (the worker of an executor made at import, a
+        test server) may be what a thread of the run waits for: a future's result, an event.
+        It runs freely, so the wait ends in real time: give it up to ``_OUTSIDE_SECONDS``
+        before the virtual clock moves on or a deadlock is reported. Only waits that such a
+        thread can end count (not sleeps, nor joins of the run's own threads), and only while
+        one is alive, so a run with no thread outside it never waits.
+        """
+        if not any(
+            u.status == _BLOCKED and u.waiting is not None and u.waiting[0] in _OUTSIDE_ENDS
+            for u in self.threads
+        ):
+            return False
+        if not self._outside_threads():
+            return False
+        deadline = _real_monotonic() + _OUTSIDE_SECONDS
+        while _real_monotonic() < deadline:
+            _real_sleep(_OUTSIDE_POLL)
+            if any(self._can_run(u) for u in self.threads):
+                return True
+        return False
 
     def _only_daemons_wait(self) -> bool:
         """The target returned and every thread left is a daemon (none can run now)."""
@@ -675,7 +747,22 @@ class Controller:
         cycle = self._cycle()
         if cycle:
             lines.append("Wait-for cycle: " + " -> ".join(u.name for u in cycle))
+        outside = self._outside_threads()
+        if outside:
+            lines.append(
+                f"Threads outside the exploration were alive ({', '.join(outside)}); none "
+                f"woke a waiting thread within {_OUTSIDE_SECONDS:g} s of real time."
+            )
         return "\n".join(lines)
+
+    def _outside_threads(self) -> list[str]:
+        """The names of the live threads that are not this run's."""
+        ours = {u.ident for u in self.threads}
+        return [
+            other.name
+            for other in threading.enumerate()
+            if other.ident not in ours and _orig_is_alive(other)
+        ]
 
     def _holder(self, waiting: tuple[str, Any]) -> _Thread | None:
         kind, obj = waiting
@@ -892,6 +979,7 @@ def _start(self: threading.Thread) -> None:
     t, ctl = found
     if ctl.aborting:
         ctl._abort_point(t)
+    _refuse_uncontrollable_worker(self, t, ctl)
     # A thread started by library code (an executor's worker) is cleaned up by the library
     # at interpreter exit, so waiting forever once the target returned is no hang.
     caller = sys._getframe(1)
@@ -902,7 +990,7 @@ def _start(self: threading.Thread) -> None:
 
     def controlled_run() -> None:
         child.ident = _get_ident()
-        child.park.acquire()
+        ctl.wait_baton(child)
         if ctl.aborting:
             child.status = _DONE
             return
@@ -948,6 +1036,130 @@ def _start(self: threading.Thread) -> None:
         ctl.step += 1
         if ctl.step >= ctl.attention:
             ctl.attend(t)
+
+
+_PY_SIMPLE_QUEUE: type = queue._PySimpleQueue  # type: ignore[attr-defined]
+_C_SIMPLE_QUEUE: type | None = (
+    queue.SimpleQueue if queue.SimpleQueue is not _PY_SIMPLE_QUEUE else None
+)
+"""The C ``queue.SimpleQueue``: its ``get`` blocks in C, where no schedule point can be."""
+
+MSG_EXECUTOR_BEFORE = (
+    "{thread} is a worker of a ThreadPoolExecutor created before the exploration (at import "
+    "time, or in a fixture), started at {where}: its work queue was made before interlace "
+    "took control of queue.SimpleQueue, so the worker would wait for work inside C, where "
+    "interlace cannot switch threads, and the schedule could not finish. Create the executor "
+    "inside the explored function (e.g. 'with ThreadPoolExecutor() as pool:'; in a pytest "
+    "test, in the test body: fixtures are made once for all of a test's schedules), so that "
+    "every schedule gets its own workers and queue"
+)
+
+
+MSG_PROCESS_POOL = (
+    "{thread} is a thread of a multiprocessing pool (Pool or ThreadPool), started at {where}: "
+    "its threads wait for real I/O on pipes (the pool's change notifier, a process pool's "
+    "worker pipes) for what another of its threads writes first, and interlace runs one "
+    "thread at a time, so the pool could not make progress. Use a "
+    "concurrent.futures.ThreadPoolExecutor inside the explored function (interlace controls "
+    "its queue), or create the pool outside it (a fixture, or module level) and explore the "
+    "threads that use it"
+)
+
+
+def _on_pipes(target: Any, args: tuple[Any, ...]) -> bool:
+    """Whether a thread of a multiprocessing pool waits on a pipe: a ``Pool``'s on those of
+    its processes, any pool's worker handler (a ``ThreadPool``'s too) on its change notifier."""
+    pipes = sys.modules["multiprocessing.queues"].SimpleQueue
+    return any(isinstance(arg, pipes) for arg in args)
+
+
+def _refuse_uncontrollable_worker(thread: threading.Thread, t: _Thread, ctl: Controller) -> None:
+    """Refuse a library thread that would wait where no schedule point can be: an executor
+    worker on a C ``SimpleQueue`` made before the run, a process pool's thread (on its pipes;
+    a ``ThreadPool``'s queues are controlled)."""
+    target = getattr(thread, "_target", None)
+    module = getattr(target, "__module__", None)
+    args = getattr(thread, "_args", ())
+    if module == "multiprocessing.pool" and _on_pipes(target, args):
+        message = MSG_PROCESS_POOL
+    elif (
+        module == "concurrent.futures.thread"
+        and _C_SIMPLE_QUEUE is not None
+        and any(type(arg) is _C_SIMPLE_QUEUE for arg in args)
+    ):
+        message = MSG_EXECUTOR_BEFORE
+    else:
+        return
+    ctl.error = UnsupportedOperationError(
+        message.format(thread=repr(thread.name), where=ctl.location(t) or "?")
+    )
+    ctl._abort()
+    t.aborted = True
+    raise _Abort
+
+
+def _outside_lock_wait(frame: types.FrameType | None) -> tuple[Any, types.FrameType] | None:
+    """The held C lock ``frame`` waits to take at a ``with`` or ``acquire`` in code outside
+    the code under test (where interlace sees no lock), with that frame; else None."""
+    if frame is None or _instrument.is_under_test(frame.f_code.co_filename):
+        return None
+    try:
+        plan = _instrument._make_plan(frame.f_code)
+        offset = frame.f_lasti
+        lock: Any = None
+        if offset in plan.withs:
+            lock = _instrument.evaluate(plan.withs[offset], frame)
+        elif offset in plan.calls and plan.calls[offset].method in ("acquire", "__enter__"):
+            receiver = plan.calls[offset].receiver
+            lock = _instrument.evaluate(receiver, frame) if receiver is not None else None
+        if type(lock) in LOCK_TYPES and _is_locked(lock):
+            return lock, frame
+    except Exception:  # reading another thread's frame must never break the run
+        return None
+    return None
+
+
+def _lock_kind(lock: Any) -> str:
+    return "threading.Lock" if type(lock) is _LOCK else "threading.RLock"
+
+
+def _stall_message(
+    ctl: Controller,
+    stuck: _Thread,
+    frame: types.FrameType | None,
+    lock_wait: tuple[Any, types.FrameType] | None,
+) -> str:
+    import traceback
+
+    stack = "".join(traceback.format_stack(frame)[-6:]) if frame is not None else ""
+    where = ctl.location(stuck)
+    if frame is not None and not where:
+        where = f"{_short(frame.f_code.co_filename)}:{frame.f_lineno} (outside the code under test)"
+    if lock_wait is not None:
+        lock, at = lock_wait
+        module = str(at.f_globals.get("__name__", "")) or _short(at.f_code.co_filename)
+        text = (
+            f"thread {stuck.name!r} waits at {_short(at.f_code.co_filename)}:{at.f_lineno} "
+            f"(in {module}, outside the code under test) for a {_lock_kind(lock)} that "
+            "another thread holds: interlace sees locks only in the code under test, so it "
+            "switched threads while that lock was held (library code that holds "
+            "a lock while it calls back into your code does this, such as "
+            "functools.cached_property on Python 3.11, or logging.Handler around a "
+            f"subclass's emit). Add {module} to the code under test: "
+            f"explore(..., instrument=[{module!r}]), 'interlace explore --instrument {module}', "
+            f"or @pytest.mark.interlace(instrument=[{module!r}])"
+        )
+    else:
+        text = (
+            f"thread {stuck.name!r} ran for {_STALL_SECONDS:g} s at {where} without reaching "
+            "a schedule point: it is blocked outside interlace's control (real I/O, a lock "
+            "reached through an expression interlace cannot read, or a C extension). No other "
+            "thread of the target runs meanwhile (interlace runs one at a time), so a wait for "
+            "one of them (a server's accept for a client thread) never ends. Run the blocking "
+            "part outside the explored target (a server in a fixture), or use the "
+            "threading/queue primitives, which interlace controls"
+        )
+    return text + (f". Where it is:\n{stack}" if stack else "")
 
 
 def _unhandled(
@@ -1103,8 +1315,11 @@ _orig_selects: dict[type, Callable[..., Any]] = {
 def _internal_only(selector: selectors.BaseSelector) -> bool:
     """Only an event loop's own wake-up pipe is registered: no real I/O can arrive."""
     for key in selector.get_map().values():
-        handles = key.data if isinstance(key.data, tuple) else (key.data,)
-        for handle in handles:
+        # asyncio registers a reader as ``(handle, None)``; anything else (``subprocess``'s
+        # ``communicate`` registers its pipes with no data) is real I/O.
+        if not isinstance(key.data, tuple):
+            return False
+        for handle in key.data:
             callback = getattr(handle, "_callback", None)
             if handle is not None and getattr(callback, "__name__", "") != "_read_from_self":
                 return False
@@ -1283,6 +1498,60 @@ _timeouts_monotonic = _virtual(_real_monotonic, _EPOCH_MONOTONIC, loops=False)
 is not under control their waits are real, so their deadlines must be too (a deadline on the
 virtual clock, which stands still while the loop's thread waits, would never pass)."""
 _wall = _virtual(_real_time, _EPOCH_WALL)
+
+# -- hashes in creation order ------------------------------------------------------------------
+
+_hashes: Callable[[], int] | None = None
+"""While a run is under way, the next hash in the run's own creation order."""
+
+
+def _run_ordered_hash(self: object) -> int:
+    """The hash of a thread or an executor's future, fixed the first time it is asked for.
+
+    ``object.__hash__`` comes from the object's address, which changes from process to
+    process: a set of them (``ThreadPoolExecutor`` joins its workers out of one at shutdown,
+    ``concurrent.futures.as_completed`` yields out of one) would iterate in a different order
+    in each process, and the same seed would give a different schedule. Objects first hashed
+    during a run take the next number of that run instead, as the controlled loop's tasks do.
+    """
+    try:
+        return self.__dict__["_il_hash"]  # type: ignore[no-any-return]
+    except KeyError:
+        pass
+    hashes = _hashes
+    value = hashes() if hashes is not None else object.__hash__(self)
+    self.__dict__["_il_hash"] = value
+    return value
+
+
+def run_ordered_hashes() -> Callable[[], None]:
+    """Start a run's hash numbering; the returned function ends it."""
+    global _hashes
+    _install_hashes()
+    previous = _hashes
+    _hashes = itertools.count(_HASH_BASE).__next__
+
+    def end() -> None:
+        global _hashes
+        _hashes = previous
+
+    return end
+
+
+_HASH_BASE = 1 << 32
+"""Above the small ints most programs put in sets, so the numbers seldom collide with them."""
+
+_HASHED_CLASSES = (threading.Thread, concurrent.futures.Future)
+
+
+def _install_hashes() -> None:
+    """Give the classes the run-ordered hash, for good: a hash must never change over an
+    object's life, and threads and futures outlive the exploration that made them (in
+    ``threading._dangling``, an executor's ``_threads_queues``)."""
+    for cls in _HASHED_CLASSES:
+        if cls.__dict__.get("__hash__") is not _run_ordered_hash:
+            cls.__hash__ = _run_ordered_hash  # type: ignore[method-assign]
+
 
 _PATCHES: list[tuple[Any, str, Any]] = [
     (threading.Thread, "start", _start),
@@ -1945,6 +2214,7 @@ class ThreadsBackend:
         ctl.current = main
         counter = threading._counter  # type: ignore[attr-defined]
         threading._counter = itertools.count(1).__next__  # type: ignore[attr-defined]
+        end_hashes = run_ordered_hashes()
         previous_trace = sys.gettrace()
         interrupted: BaseException | None = None
         _local.thread = main
@@ -1984,6 +2254,7 @@ class ThreadsBackend:
             _baton = None  # the report still reads ctl.current
             _line_hooks(None, foreign=False)
             threading._counter = counter  # type: ignore[attr-defined]
+            end_hashes()
             sys.settrace(previous_trace)
         if interrupted is not None:
             raise interrupted
@@ -2051,15 +2322,17 @@ def wait_for_end(ctl: Controller) -> None:
         _interrupt.check()
         waited = waited + _POLL_SECONDS if ctl.step == last else 0.0
         last = ctl.step
-        if waited >= _STALL_SECONDS:
-            ctl._stalled()
+        if waited >= _LOCK_STALL_SECONDS:
+            ctl._check_stalled(ctl.threads[0], waited)
 
 
 def _unwind(ctl: Controller) -> None:
     """End every thread still parked, one at a time, and join them: nothing leaks."""
     ctl.aborting = True
     ctl._refresh()
-    for t in ctl.threads[1:]:
+    # A thread stuck outside the schedule waits for one that is parked: that one first.
+    stuck = ctl.stuck
+    for t in sorted(ctl.threads[1:], key=lambda u: u is stuck):
         thread = t.thread
         if t.status != _DONE and t.park.locked():
             ctl.current = t
