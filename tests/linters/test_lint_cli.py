@@ -401,3 +401,279 @@ def test_a_run_that_finds_no_python_file_warns_like_ruff(
     assert err.splitlines()[0] == (
         "interlace lint: warning: No Python files found under the given path(s)"
     )
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--select", "il101"],
+            "rule selector 'il101' in --select from the command line is not upper case: rule "
+            "codes are matched exactly, as in ruff; write 'IL101'",
+        ),
+        (
+            ["--select", "IL2,all"],
+            "rule selector 'all' in --select from the command line is not upper case: rule "
+            "codes are matched exactly, as in ruff; write 'ALL'",
+        ),
+        (
+            ["--extend-select", "Il1"],
+            "rule selector 'Il1' in --extend-select from the command line is not upper case: "
+            "rule codes are matched exactly, as in ruff; write 'IL1'",
+        ),
+        (
+            ["--ignore", "il3"],
+            "rule selector 'il3' in --ignore from the command line is not upper case: rule "
+            "codes are matched exactly, as in ruff; write 'IL3'",
+        ),
+        (
+            ["--per-file-ignores", "tests/**:il201"],
+            "rule selector 'il201' in --per-file-ignores from the command line is not upper "
+            "case: rule codes are matched exactly, as in ruff; write 'IL201'",
+        ),
+    ],
+)
+def test_a_selector_flag_that_is_not_upper_case_exits_2_naming_the_code_to_write(
+    project: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    put(project, "a.py", PRIMITIVE)
+    assert lint_main(["--no-cache", *argv]) == 2
+    assert capsys.readouterr().err == f"interlace lint: error: {message}\n"
+
+
+def test_a_configured_selector_that_is_not_upper_case_exits_2_naming_the_file(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    put(project, "pyproject.toml", '[tool.interlace.lint]\nselect = ["il1"]\n')
+    put(project, "a.py", PRIMITIVE)
+    assert lint_main(["--no-cache"]) == 2
+    assert capsys.readouterr().err == (
+        f"interlace lint: error: rule selector 'il1' in select in {project / 'pyproject.toml'} "
+        "[tool.interlace.lint] is not upper case: rule codes are matched exactly, as in ruff; "
+        "write 'IL1'\n"
+    )
+
+
+def monorepo(root: Path) -> None:
+    """The root selects IL2 and packages/a selects IL1; packages/b has no configuration."""
+    put(root, "pyproject.toml", '[tool.interlace.lint]\nselect = ["IL2"]\n')
+    put(root, "packages/a/pyproject.toml", '[tool.interlace.lint]\nselect = ["IL1"]\n')
+    for name in ("top.py", "packages/a/m.py", "packages/b/m.py"):
+        put(root, name, TWO_RULES)
+
+
+def found(out: str) -> list[tuple[str, str]]:
+    return sorted({(item["filename"], item["code"]) for item in json.loads(out)})
+
+
+def named(root: Path, *pairs: tuple[str, str]) -> list[tuple[str, str]]:
+    return sorted((str(root / name), code) for name, code in pairs)
+
+
+MONOREPO_FINDINGS = (
+    ("top.py", "IL201"),
+    ("packages/a/m.py", "IL101"),
+    ("packages/b/m.py", "IL201"),
+)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        pytest.param([], id="walked-from-the-root"),
+        pytest.param(
+            ["--force-exclude", "top.py", "packages/a/m.py", "packages/b/m.py"],
+            id="files-named-as-pre-commit-names-them",
+        ),
+    ],
+)
+def test_each_file_in_a_monorepo_takes_its_closest_configuration(
+    project: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    monorepo(project)
+    assert lint_main(["--no-cache", "--format", "json", *argv]) == 1
+    assert found(capsys.readouterr().out) == named(project, *MONOREPO_FINDINGS)
+
+
+def test_a_monorepo_linted_from_a_package_directory_uses_the_same_configurations(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monorepo(project)
+    monkeypatch.chdir(project / "packages")
+    assert lint_main(["--no-cache", "--format", "json", "."]) == 1
+    assert found(capsys.readouterr().out) == named(project, *MONOREPO_FINDINGS[1:])
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        pytest.param(["--ignore", "IL2"], [("packages/a/m.py", "IL101")], id="ignore"),
+        pytest.param(
+            ["--extend-select", "IL101"],
+            [
+                ("top.py", "IL101"),
+                ("top.py", "IL201"),
+                ("packages/a/m.py", "IL101"),
+                ("packages/b/m.py", "IL101"),
+                ("packages/b/m.py", "IL201"),
+            ],
+            id="extend-select",
+        ),
+        pytest.param(
+            ["--select", "IL201"],
+            [("top.py", "IL201"), ("packages/a/m.py", "IL201"), ("packages/b/m.py", "IL201")],
+            id="select",
+        ),
+    ],
+)
+def test_selection_flags_are_a_layer_over_each_files_configuration(
+    project: Path,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    expected: list[tuple[str, str]],
+) -> None:
+    monorepo(project)
+    lint_main(["--no-cache", "--format", "json", *argv])
+    assert found(capsys.readouterr().out) == named(project, *expected)
+
+
+def test_relative_globs_resolve_against_the_directory_of_the_configuration_that_applies(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    put(
+        project,
+        "pyproject.toml",
+        '[tool.interlace.lint]\nper-file-ignores = { "tests/**" = ["IL2"] }\n',
+    )
+    put(
+        project,
+        "packages/a/pyproject.toml",
+        '[tool.interlace.lint]\nextend-exclude = ["gen"]\n'
+        'per-file-ignores = { "checks/**" = ["IL2"] }\n',
+    )
+    for name in ("gen", "tests", "checks"):
+        put(project, f"{name}/m.py", PRIMITIVE)
+        put(project, f"packages/a/{name}/m.py", PRIMITIVE)
+    assert lint_main(["--no-cache", "--format", "json"]) == 1
+    # Settings are not merged: the root's per-file-ignores do not reach packages/a/tests.
+    assert found(capsys.readouterr().out) == named(
+        project,
+        ("checks/m.py", "IL201"),
+        ("gen/m.py", "IL201"),
+        ("packages/a/tests/m.py", "IL201"),
+    )
+
+
+@pytest.mark.parametrize(
+    "nested",
+    [
+        pytest.param('[tool.interlace.lint]\ntarget-version = "py39"\n', id="target-version"),
+        pytest.param(
+            '[project]\nrequires-python = ">=3.9"\n[tool.interlace.lint]\n', id="requires-python"
+        ),
+    ],
+)
+def test_the_target_version_is_read_from_each_files_configuration(
+    project: Path, capsys: pytest.CaptureFixture[str], nested: str
+) -> None:
+    source = (
+        "import asyncio\nclass A:\n    def __init__(self):\n        self.lock = asyncio.Lock()\n"
+    )
+    put(project, "pyproject.toml", '[tool.interlace.lint]\ntarget-version = "py311"\n')
+    put(project, "legacy/pyproject.toml", nested)
+    put(project, "a.py", source)
+    put(project, "legacy/a.py", source)
+    assert lint_main(["--no-cache", "--format", "json"]) == 1
+    assert found(capsys.readouterr().out) == named(project, ("legacy/a.py", "IL201"))
+
+
+def test_editing_a_nested_configuration_invalidates_the_cache_of_its_files_only(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monorepo(project)
+    put(project, "packages/b/n.py", TWO_RULES)
+    assert lint_main([]) == 1
+    capsys.readouterr()
+    put(project, "packages/a/pyproject.toml", '[tool.interlace.lint]\nselect = ["IL3"]\n')
+    assert lint_main(["--format", "json"]) == 1
+    out, err = capsys.readouterr()
+    assert ("packages/a/m.py", "IL101") not in found(out)
+    assert err.splitlines()[-1] == "Found 3 findings (4 files checked, 3 from cache)."
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            '[tool.interlace.lint]\nselect = ["E501"]\n',
+            "unknown rule selector 'E501' in select in {path} [tool.interlace.lint]: expected a "
+            "prefix of one of {codes} (for example 'IL', 'IL1' or 'IL201')",
+        ),
+        (
+            '[tool.interlace.lint]\nselect = ["il1"]\n',
+            "rule selector 'il1' in select in {path} [tool.interlace.lint] is not upper case: "
+            "rule codes are matched exactly, as in ruff; write 'IL1'",
+        ),
+        (
+            '[tool.interlace.lnt]\nselect = ["IL1"]\n',
+            "unknown table [tool.interlace.lnt] in {path}: interlace reads only "
+            "[tool.interlace.lint] under [tool.interlace]; did you mean [tool.interlace.lint]?",
+        ),
+        (
+            '[tool.interlace.lint]\nsharing = "declared"\n',
+            'sharing = "declared" but neither task-shared-classes nor shared-classes in {path} '
+            "[tool.interlace.lint] lists a class, so IL101, IL102, IL104, IL301 and IL303 could "
+            "report nothing; declare the classes whose instances concurrent tasks share, e.g. "
+            'task-shared-classes = ["Agent", "*Storage"], or use sharing = "inferred"',
+        ),
+    ],
+)
+@pytest.mark.parametrize("argv", [[], ["packages/a/m.py"]], ids=["walked", "named"])
+def test_an_invalid_nested_configuration_exits_2_naming_the_file(
+    project: Path,
+    capsys: pytest.CaptureFixture[str],
+    body: str,
+    message: str,
+    argv: list[str],
+) -> None:
+    monorepo(project)
+    put(project, "packages/a/pyproject.toml", body)
+    codes = ", ".join(r.code for r in all_rules())
+    assert lint_main(["--no-cache", *argv]) == 2
+    path = str(project / "packages" / "a" / "pyproject.toml")
+    expected = message.replace("{path}", path).replace("{codes}", codes)
+    assert capsys.readouterr() == ("", f"interlace lint: error: {expected}\n")
+
+
+def test_config_flag_applies_to_every_file_with_globs_relative_to_the_working_directory(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monorepo(project)
+    put(
+        project,
+        "pyproject.toml",
+        '[tool.interlace.lint]\nselect = ["IL2"]\n'
+        'per-file-ignores = { "packages/b/**" = ["IL2"] }\n',
+    )
+    assert lint_main(["--no-cache", "--format", "json", "--config", "pyproject.toml"]) == 1
+    assert found(capsys.readouterr().out) == named(
+        project, ("top.py", "IL201"), ("packages/a/m.py", "IL201")
+    )
+    # As in ruff, the glob is relative to the working directory: from packages/ it matches
+    # nothing.
+    monkeypatch.chdir(project / "packages")
+    assert lint_main(["--no-cache", "--format", "json", "--config", "../pyproject.toml"]) == 1
+    assert found(capsys.readouterr().out) == named(
+        project, ("packages/a/m.py", "IL201"), ("packages/b/m.py", "IL201")
+    )
+
+
+def test_respect_gitignore_is_read_from_the_base_configuration_only(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    put(project, ".gitignore", "ignored.py\n")
+    put(project, "pkg/pyproject.toml", "[tool.interlace.lint]\nrespect-gitignore = false\n")
+    put(project, "pkg/ignored.py", PRIMITIVE)
+    assert lint_main(["--no-cache"]) == 0
+    put(project, "pyproject.toml", "[tool.interlace.lint]\nrespect-gitignore = false\n")
+    assert lint_main(["--no-cache"]) == 1

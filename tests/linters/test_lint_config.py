@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 
 from interlace.errors import ConfigError
-from interlace.linters import LintConfig, find_config, load_config
+from interlace.linters import LintConfig, _config, find_config, load_config
 from interlace.linters._config import (
     DEFAULT_EXCLUDE,
+    ConfigResolver,
     RuleSelection,
     layer_selection,
     resolve_selection,
@@ -31,7 +32,7 @@ def test_load_config_reads_every_key(tmp_path: Path) -> None:
         "[tool.interlace.lint]\n"
         'select = ["IL2"]\n'
         'extend-select = ["IL201"]\n'
-        'ignore = ["il201"]\n'
+        'ignore = ["IL201"]\n'
         'per-file-ignores = { "tests/**" = ["IL201"] }\n'
         'exclude = ["gen/**"]\n'
         'extend-exclude = ["*_pb2.py"]\n'
@@ -159,6 +160,44 @@ def test_find_config_walks_up_to_the_first_pyproject_with_the_table(tmp_path: Pa
             "invalid value for 'respect-gitignore' in {path} [tool.interlace.lint]: 'yes'; "
             "expected true or false, e.g. respect-gitignore = false",
         ),
+        (
+            'exclude = ["build\\\\"]',
+            "invalid glob 'build\\\\' in exclude in {path} [tool.interlace.lint]: it ends with a "
+            "backslash, which escapes nothing (paths take forward slashes, e.g. 'build/'); "
+            "write a gitignore-style glob relative to the project root, e.g. 'build', "
+            "'tests/fixtures/**' or '*_pb2.py'",
+        ),
+        (
+            'extend-exclude = ["gen/[z-a].py"]',
+            "invalid glob 'gen/[z-a].py' in extend-exclude in {path} [tool.interlace.lint]: it "
+            "has an invalid character class (bad character range z-a); write a gitignore-style "
+            "glob relative to the project root, e.g. 'build', 'tests/fixtures/**' or '*_pb2.py'",
+        ),
+        (
+            'per-file-ignores = { "[z-a]" = ["IL201"] }',
+            "invalid glob '[z-a]' in per-file-ignores in {path} [tool.interlace.lint]: it has an "
+            "invalid character class (bad character range z-a); write a gitignore-style glob "
+            "relative to the project root, e.g. 'build', 'tests/fixtures/**' or '*_pb2.py'",
+        ),
+        (
+            'per-file-ignores = { "!" = ["IL201"] }',
+            "invalid glob '!' in per-file-ignores in {path} [tool.interlace.lint]: an empty glob "
+            "matches no path; write a gitignore-style glob relative to the project root, e.g. "
+            "'build', 'tests/fixtures/**' or '*_pb2.py'",
+        ),
+        (
+            'exclude = ["#gen"]',
+            "invalid glob '#gen' in exclude in {path} [tool.interlace.lint]: a leading '#' makes "
+            "it a comment, which matches no path (escape the '#' with a backslash for a name "
+            "that starts with one); write a gitignore-style glob relative to the project root, "
+            "e.g. 'build', 'tests/fixtures/**' or '*_pb2.py'",
+        ),
+        (
+            'select = ["IL2", ""]',
+            "unknown rule selector '' in select in {path} [tool.interlace.lint] (an empty "
+            "selector comes from an empty value or a stray comma, as in 'IL2,'; it would select "
+            "no rule): expected a prefix of one of {codes} (for example 'IL', 'IL1' or 'IL201')",
+        ),
     ],
 )
 def test_bad_config_values_name_key_value_file_and_fix(
@@ -217,61 +256,6 @@ def test_an_opt_in_code_is_selected_only_by_its_full_code(
         selected_codes(codes, select=select, extend_select=extend, ignore=ignore, opt_in={"IL104"})
         == expected
     )
-
-
-@pytest.mark.parametrize(
-    ("body", "message"),
-    [
-        (
-            'exclude = ["build\\\\"]',
-            "invalid glob 'build\\\\' in exclude in {path} [tool.interlace.lint]: it ends with a "
-            "backslash, which escapes nothing (paths take forward slashes, e.g. 'build/'); "
-            "write a gitignore-style glob relative to the project root, e.g. 'build', "
-            "'tests/fixtures/**' or '*_pb2.py'",
-        ),
-        (
-            'extend-exclude = ["gen/[z-a].py"]',
-            "invalid glob 'gen/[z-a].py' in extend-exclude in {path} [tool.interlace.lint]: it "
-            "has an invalid character class (bad character range z-a); write a gitignore-style "
-            "glob relative to the project root, e.g. 'build', 'tests/fixtures/**' or '*_pb2.py'",
-        ),
-        (
-            'per-file-ignores = { "[z-a]" = ["IL201"] }',
-            "invalid glob '[z-a]' in per-file-ignores in {path} [tool.interlace.lint]: it has an "
-            "invalid character class (bad character range z-a); write a gitignore-style glob "
-            "relative to the project root, e.g. 'build', 'tests/fixtures/**' or '*_pb2.py'",
-        ),
-        (
-            'per-file-ignores = { "!" = ["IL201"] }',
-            "invalid glob '!' in per-file-ignores in {path} [tool.interlace.lint]: an empty glob "
-            "matches no path; write a gitignore-style glob relative to the project root, e.g. "
-            "'build', 'tests/fixtures/**' or '*_pb2.py'",
-        ),
-        (
-            'exclude = ["#gen"]',
-            "invalid glob '#gen' in exclude in {path} [tool.interlace.lint]: a leading '#' makes "
-            "it a comment, which matches no path (escape the '#' with a backslash for a name "
-            "that starts with one); write a gitignore-style glob relative to the project root, "
-            "e.g. 'build', 'tests/fixtures/**' or '*_pb2.py'",
-        ),
-        (
-            'select = ["IL2", ""]',
-            "unknown rule selector '' in select in {path} [tool.interlace.lint] (an empty "
-            "selector comes from an empty value or a stray comma, as in 'IL2,'; it would select "
-            "no rule): expected a prefix of one of {codes} (for example 'IL', 'IL1' or 'IL201')",
-        ),
-    ],
-)
-def test_invalid_globs_and_empty_selectors_are_config_errors(
-    tmp_path: Path, body: str, message: str
-) -> None:
-    from interlace.linters.rules import all_rules
-
-    path = write(tmp_path, f"[tool.interlace.lint]\n{body}\n")
-    codes = ", ".join(r.code for r in all_rules())
-    with pytest.raises(ConfigError) as info:
-        load_config(path)
-    assert str(info.value) == message.replace("{path}", str(path)).replace("{codes}", codes)
 
 
 def test_a_negated_per_file_ignores_glob_is_accepted(tmp_path: Path) -> None:
@@ -426,3 +410,135 @@ def test_layer_selection_lists_the_enabled_codes_in_full(tmp_path: Path) -> None
     layered = layer_selection(config, RuleSelection(ignore=("IL2",)))
     assert (layered.select, layered.extend_select, layered.ignore) == (("IL101",), (), ())
     assert layer_selection(config, RuleSelection()) is config
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            'select = ["il1"]',
+            "rule selector 'il1' in select in {path} [tool.interlace.lint] is not upper case: "
+            "rule codes are matched exactly, as in ruff; write 'IL1'",
+        ),
+        (
+            'extend-select = ["all"]',
+            "rule selector 'all' in extend-select in {path} [tool.interlace.lint] is not upper "
+            "case: rule codes are matched exactly, as in ruff; write 'ALL'",
+        ),
+        (
+            'ignore = ["Il201"]',
+            "rule selector 'Il201' in ignore in {path} [tool.interlace.lint] is not upper case: "
+            "rule codes are matched exactly, as in ruff; write 'IL201'",
+        ),
+        (
+            'per-file-ignores = { "tests/**" = ["il2"] }',
+            "rule selector 'il2' in per-file-ignores.tests/** in {path} [tool.interlace.lint] "
+            "is not upper case: rule codes are matched exactly, as in ruff; write 'IL2'",
+        ),
+        (
+            'select = ["e501"]',
+            "unknown rule selector 'e501' in select in {path} [tool.interlace.lint]: expected a "
+            "prefix of one of {codes} (for example 'IL', 'IL1' or 'IL201')",
+        ),
+    ],
+)
+def test_a_selector_that_is_not_upper_case_is_a_config_error_naming_the_code_to_write(
+    tmp_path: Path, body: str, message: str
+) -> None:
+    from interlace.linters.rules import all_rules
+
+    path = write(tmp_path, f"[tool.interlace.lint]\n{body}\n")
+    codes = ", ".join(r.code for r in all_rules())
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value) == message.replace("{path}", str(path)).replace("{codes}", codes)
+
+
+def monorepo(root: Path) -> None:
+    """A root configuration, a package with its own and a package without one."""
+    write(root, '[tool.interlace.lint]\nselect = ["IL2"]\n')
+    for package in ("a", "b", "c"):
+        (root / "packages" / package / "src").mkdir(parents=True)
+    write(root / "packages" / "a", '[tool.interlace.lint]\nselect = ["IL1"]\n')
+    write(root / "packages" / "c", "[tool.other]\nline-length = 99\n")
+
+
+def test_each_file_takes_the_closest_pyproject_with_the_table(tmp_path: Path) -> None:
+    monorepo(tmp_path)
+    resolver = ConfigResolver(load_config(tmp_path / "pyproject.toml"))
+    packages = tmp_path / "packages"
+    assert resolver.for_file(packages / "a" / "src" / "m.py").select == ("IL1",)
+    assert resolver.for_file(packages / "a" / "m.py").root == (packages / "a").resolve()
+    assert resolver.for_file(packages / "b" / "src" / "m.py") is resolver.base
+    assert resolver.for_file(packages / "c" / "src" / "m.py") is resolver.base
+    assert resolver.for_file(tmp_path / "top.py") is resolver.base
+
+
+def test_a_file_with_no_configuration_above_it_takes_the_base(tmp_path: Path) -> None:
+    base = LintConfig(root=tmp_path / "project", select=("IL3",))
+    (tmp_path / "elsewhere").mkdir()
+    resolver = ConfigResolver(base)
+    assert resolver.for_file(tmp_path / "elsewhere" / "m.py") is resolver.base
+    assert resolver.base.select == ("IL3",)
+
+
+def test_a_fixed_configuration_applies_to_every_file(tmp_path: Path) -> None:
+    monorepo(tmp_path)
+    resolver = ConfigResolver(load_config(tmp_path / "pyproject.toml"), fixed=True)
+    assert resolver.for_file(tmp_path / "packages" / "a" / "m.py") is resolver.base
+
+
+def test_overrides_apply_to_the_base_and_to_each_configuration_found(tmp_path: Path) -> None:
+    monorepo(tmp_path)
+
+    def overrides(config: LintConfig) -> LintConfig:
+        return layer_selection(config, RuleSelection(extend_select=("IL301",)))
+
+    resolver = ConfigResolver(load_config(tmp_path / "pyproject.toml"), overrides=overrides)
+    nested = resolver.for_file(tmp_path / "packages" / "a" / "m.py")
+    assert nested.select == ("IL101", "IL301")
+    assert resolver.base.select == ("IL201", "IL301")
+
+
+def test_each_directory_is_looked_at_once_and_each_configuration_loaded_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monorepo(tmp_path)
+    looked: list[Path] = []
+    loaded: list[Path | None] = []
+    find, load = _config._config_file_in, _config.load_config
+
+    def counting_find(directory: Path) -> Path | None:
+        looked.append(directory)
+        return find(directory)
+
+    def counting_load(path: Path | None, *, root: Path | None = None) -> LintConfig:
+        loaded.append(path)
+        return load(path, root=root)
+
+    monkeypatch.setattr(_config, "_config_file_in", counting_find)
+    monkeypatch.setattr(_config, "load_config", counting_load)
+    resolver = ConfigResolver(load(tmp_path / "pyproject.toml"))
+    packages = tmp_path / "packages"
+    for _ in range(3):
+        for package in ("a", "b"):
+            for name in ("m.py", "src/m.py", "src/n.py"):
+                resolver.for_file(packages / package / name)
+    a, b = packages / "a", packages / "b"
+    assert sorted(looked) == sorted([a / "src", a, b / "src", b, packages, tmp_path])
+    assert loaded == [packages / "a" / "pyproject.toml"]
+
+
+def test_a_broken_nested_configuration_is_reported_when_a_file_needs_it(tmp_path: Path) -> None:
+    monorepo(tmp_path)
+    nested = write(tmp_path / "packages" / "b", '[tool.interlace.lint]\nselect = ["E501"]\n')
+    resolver = ConfigResolver(load_config(tmp_path / "pyproject.toml"))
+    with pytest.raises(ConfigError, match=f"^unknown rule selector 'E501' in select in {nested} "):
+        resolver.for_file(tmp_path / "packages" / "b" / "m.py")
+
+
+def test_load_config_resolves_globs_against_the_root_it_is_given(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    path = write(tmp_path / "sub", '[tool.interlace.lint]\nexclude = ["gen"]\n')
+    assert load_config(path).root == (tmp_path / "sub").resolve()
+    assert load_config(path, root=tmp_path).root == tmp_path.resolve()

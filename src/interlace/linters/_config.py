@@ -6,14 +6,18 @@ Keys (kebab-case, as in ruff): ``select``, ``extend-select``, ``ignore``, ``per-
 Every bad value raises :class:`~interlace.errors.ConfigError` naming the key, the value, the file
 and what to write instead; so does anything else under ``[tool.interlace]``, which holds only the
 ``lint`` table.
+
+As in ruff, each linted file takes its settings from the closest ``pyproject.toml`` with the table
+among its ancestor directories (:class:`ConfigResolver`); settings are not merged between files.
 """
 
 from __future__ import annotations
 
 import difflib
+import os
 import re
 import tomllib
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -24,6 +28,7 @@ from interlace.linters._sharing import SHARING, check_class_patterns
 __all__ = (
     "DEFAULT_EXCLUDE",
     "INSTANCE_PRIMITIVES",
+    "ConfigResolver",
     "LintConfig",
     "RuleSelection",
     "check_declared",
@@ -94,8 +99,9 @@ class LintConfig:
     """The resolved lint settings.
 
     Attributes:
-        root: the project root: the directory of the config file, else the working directory.
-            Relative paths, ``exclude`` globs, ``per-file-ignores`` and the cache live here.
+        root: the directory ``exclude`` and ``per-file-ignores`` globs are relative to and the
+            cache lives in: the config file's directory, else (no file, or a file given with
+            ``--config``, as in ruff) the working directory.
         source: the config file the settings came from, if any.
         select, extend_select, ignore: code prefixes (``"IL"``, ``"IL1"``, ``"IL201"``).
         per_file_ignores: (gitignore-style glob, code prefixes) pairs.
@@ -150,29 +156,40 @@ def _interlace_table(data: Mapping[str, object]) -> object:
     return tool.get("interlace") if isinstance(tool, dict) else None
 
 
+def _config_file_in(directory: Path) -> Path | None:
+    """Return ``directory/pyproject.toml`` if it has a ``[tool.interlace]`` table, else ``None``.
+
+    Any ``[tool.interlace]`` table counts, not only a well-formed ``[tool.interlace.lint]``: a
+    misspelt table is the user's configuration, to be reported by :func:`load_config` rather
+    than skipped for a file further up.
+    """
+    candidate = directory / "pyproject.toml"
+    if not candidate.is_file():
+        return None
+    try:
+        text = candidate.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        # A broken file that mentions our table is ours to report, not to skip.
+        return candidate if "tool.interlace" in text else None
+    return candidate if _interlace_table(data) is not None else None
+
+
 def find_config(start: Path) -> Path | None:
-    """Return the nearest ``pyproject.toml`` with a ``[tool.interlace]`` table, walking up.
+    """Return the nearest ``pyproject.toml`` with a ``[tool.interlace]`` table, walking up from
+    the directory ``start`` (itself included).
 
     Any ``[tool.interlace]`` table counts, not only a well-formed ``[tool.interlace.lint]``: a
     misspelt table is the user's configuration, to be reported by :func:`load_config` rather
     than skipped for a file further up.
     """
     for directory in (start, *start.parents):
-        candidate = directory / "pyproject.toml"
-        if candidate.is_file():
-            try:
-                text = candidate.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
-                continue
-            try:
-                data = tomllib.loads(text)
-            except tomllib.TOMLDecodeError:
-                # A broken file that mentions our table is ours to report, not to skip.
-                if "tool.interlace" in text:
-                    return candidate
-                continue
-            if _interlace_table(data) is not None:
-                return candidate
+        found = _config_file_in(directory)
+        if found is not None:
+            return found
     return None
 
 
@@ -186,24 +203,37 @@ def _codes(value: object, key: str, where: str) -> tuple[str, ...]:
 
 
 def check_selectors(values: Iterable[str], *, key: str, where: str) -> tuple[str, ...]:
-    """Validate code prefixes (``IL``, ``IL1``, ``IL201``, ``ALL``) and return them upper-cased.
+    """Validate code prefixes (``IL``, ``IL1``, ``IL201``, ``ALL``) and return them, with
+    ``ALL`` as ``IL``.
 
     An empty selector is refused like any unknown one, as in ruff: it selects no rule, so
-    ``--select IL2,`` or ``--select ""`` would otherwise quietly mean something else.
+    ``--select IL2,`` or ``--select ""`` would otherwise quietly mean something else. So is a
+    selector that is not upper case (``il101``, ``all``), as in ruff and in ``# noqa``
+    comments, naming the code to write.
 
     Raises:
-        ConfigError: a prefix is empty, malformed or matches no registered rule.
+        ConfigError: a prefix is empty, malformed, not upper case or matches no registered
+            rule.
     """
     from interlace.linters.rules import all_rules
 
     codes = [rule.code for rule in all_rules()]
     out = []
     for raw in values:
-        selector = raw.strip().upper()
+        selector = raw.strip()
+        upper = selector.upper()
+        known = upper == "ALL" or (
+            _SELECTOR.match(upper) is not None and any(c.startswith(upper) for c in codes)
+        )
+        if known and selector != upper:
+            raise ConfigError(
+                f"rule selector {raw!r} in {key} {where} is not upper case: rule codes are "
+                f"matched exactly, as in ruff; write {upper!r}"
+            )
         if selector == "ALL":
             out.append("IL")
             continue
-        if not _SELECTOR.match(selector) or not any(c.startswith(selector) for c in codes):
+        if not known:
             hint = (
                 " (an empty selector comes from an empty value or a stray comma, as in "
                 "'IL2,'; it would select no rule)"
@@ -372,17 +402,22 @@ def _check_interlace_table(data: Mapping[str, object], path: Path) -> dict[str, 
     return table
 
 
-def load_config(path: Path | None) -> LintConfig:
+def load_config(path: Path | None, *, root: Path | None = None) -> LintConfig:
     """Read ``[tool.interlace.lint]`` from ``path`` (``None``: the defaults, rooted at the cwd).
 
     ``target-version`` defaults to the lower bound of ``[project] requires-python`` when the
     table does not set it, as in ruff.
 
+    Args:
+        path: the ``pyproject.toml`` to read.
+        root: the directory relative globs resolve against (default: the file's directory;
+            the command line passes the working directory for ``--config``, as ruff does).
+
     Raises:
         ConfigError: the file cannot be read or parsed, or a key or value is invalid.
     """
     if path is None:
-        return LintConfig()
+        return LintConfig() if root is None else LintConfig(root=root)
     where = f"in {path} [tool.interlace.lint]"
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -396,7 +431,7 @@ def load_config(path: Path | None) -> LintConfig:
     for key in table:
         if key not in _KEYS:
             raise ConfigError(f"unknown key {key!r} {where}; valid keys are: {', '.join(_KEYS)}")
-    config = LintConfig(root=path.parent.resolve(), source=path)
+    config = LintConfig(root=(path.parent if root is None else root).resolve(), source=path)
     changes: dict[str, object] = {}
     if "select" in table:
         changes["select"] = _codes(table["select"], "select", where)
@@ -482,6 +517,85 @@ def check_declared(config: LintConfig, *, where: str | None = None) -> None:
         "the classes whose instances concurrent tasks share, e.g. "
         'task-shared-classes = ["Agent", "*Storage"], or use sharing = "inferred"'
     )
+
+
+def _normal(path: Path) -> Path:
+    """``path`` made absolute with ``.`` and ``..`` removed lexically, as ruff spells paths:
+    symlinks are not followed, so a file takes the configuration of the directory it is
+    reached through."""
+    return Path(os.path.normpath(path.absolute()))
+
+
+class ConfigResolver:
+    """The settings of each linted file, found as ruff finds them.
+
+    A file takes the closest ``pyproject.toml`` with a ``[tool.interlace]`` table among its
+    ancestor directories, its own directory included; its settings are not merged with those of
+    files further up. A file with no such ancestor takes ``base``: the configuration found from
+    the working directory, or the defaults. With ``fixed`` (``--config``, or settings passed to
+    :func:`~interlace.linters.lint_paths`) every file takes ``base``. ``overrides`` (the
+    command line's flags) applies to every configuration as it is loaded, ``base`` included.
+
+    Invariant: each directory's ``pyproject.toml`` is looked at once and each configuration
+    file is loaded once, so :meth:`for_directory` returns one object per configuration and a
+    run with a single configuration costs one ``stat`` per directory.
+    """
+
+    def __init__(
+        self,
+        base: LintConfig,
+        *,
+        fixed: bool = False,
+        overrides: Callable[[LintConfig], LintConfig] | None = None,
+    ) -> None:
+        self._overrides = overrides
+        self.fixed = fixed
+        self.base = self._settle(base)
+        self._closest: dict[Path, Path | None] = {}
+        self._loaded: dict[Path, LintConfig] = {}
+        if base.source is not None and not fixed:
+            self._loaded[_normal(base.source)] = self.base
+
+    def _settle(self, config: LintConfig) -> LintConfig:
+        if self._overrides is not None:
+            config = self._overrides(config)
+        check_declared(config)
+        return config
+
+    def _closest_file(self, directory: Path) -> Path | None:
+        walked = []
+        found = None
+        for candidate in (directory, *directory.parents):
+            if candidate in self._closest:
+                found = self._closest[candidate]
+                break
+            walked.append(candidate)
+            found = _config_file_in(candidate)
+            if found is not None:
+                break
+        for candidate in walked:
+            self._closest[candidate] = found
+        return found
+
+    def for_directory(self, directory: Path) -> LintConfig:
+        """Return the settings of the files in ``directory``.
+
+        Raises:
+            ConfigError: the configuration file that applies is invalid.
+        """
+        if self.fixed:
+            return self.base
+        source = self._closest_file(_normal(directory))
+        if source is None:
+            return self.base
+        config = self._loaded.get(source)
+        if config is None:
+            config = self._loaded[source] = self._settle(load_config(source))
+        return config
+
+    def for_file(self, path: Path) -> LintConfig:
+        """Return the settings of the file ``path`` (see :meth:`for_directory`)."""
+        return self.for_directory(_normal(path).parent)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,6 +6,10 @@ would skip it, unless ``force_exclude`` is set (pre-commit passes every changed 
 sets it); below a named directory the patterns still apply to what the walk finds. Directories
 are walked for ``*.py`` and ``*.pyi`` files, pruning excluded and git-ignored directories. A file
 reached twice (``src/a.py src/../src/a.py``, or through a symlink) is linted once.
+
+With one configuration per directory (ruff's hierarchical configuration), the entries of a
+directory are matched against the ``exclude`` globs of that directory's configuration, relative to
+that configuration's root, and a named path against those of its own.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from interlace.errors import ConfigError
 
 __all__ = (
     "PYTHON_SUFFIXES",
+    "Exclusion",
     "FileSet",
     "collect_files",
     "glob_error",
@@ -212,16 +217,38 @@ class FileSet:
     unreadable: list[tuple[str, str]] = field(default_factory=list)
 
 
-def _compile_exclude(exclude: Iterable[str]) -> pathspec.GitIgnoreSpec:
-    patterns = list(exclude)
-    for pattern in patterns:
-        reason = glob_error(pattern)
-        if reason is not None:
-            raise ConfigError(
-                f"invalid glob {pattern!r} in exclude: {reason}; write a gitignore-style glob, "
-                "e.g. 'build', 'tests/fixtures/**' or '*_pb2.py'"
-            )
-    return pathspec.GitIgnoreSpec.from_lines(patterns)
+@dataclass(frozen=True)
+class Exclusion:
+    """One configuration's ``exclude`` globs, compiled, and the directory they are relative to.
+
+    Attributes:
+        root: the resolved directory the globs are relative to.
+        spec: the compiled globs.
+    """
+
+    root: Path
+    spec: pathspec.GitIgnoreSpec
+
+    @classmethod
+    def compile(cls, root: Path, exclude: Iterable[str]) -> Exclusion:
+        """Compile ``exclude``, relative to ``root``.
+
+        Raises:
+            ConfigError: a glob is invalid.
+        """
+        patterns = list(exclude)
+        for pattern in patterns:
+            reason = glob_error(pattern)
+            if reason is not None:
+                raise ConfigError(
+                    f"invalid glob {pattern!r} in exclude: {reason}; write a gitignore-style "
+                    "glob, e.g. 'build', 'tests/fixtures/**' or '*_pb2.py'"
+                )
+        return cls(root.resolve(), pathspec.GitIgnoreSpec.from_lines(patterns))
+
+
+def _everywhere(exclusion: Exclusion) -> Callable[[Path], Exclusion]:
+    return lambda directory: exclusion
 
 
 def collect_files(
@@ -231,6 +258,7 @@ def collect_files(
     exclude: Iterable[str] = (),
     respect_gitignore: bool = True,
     force_exclude: bool = False,
+    exclusion_for: Callable[[Path], Exclusion] | None = None,
 ) -> FileSet:
     """Expand ``paths`` into the Python files to lint.
 
@@ -242,21 +270,31 @@ def collect_files(
             ``.git/info/exclude`` ignore (outside a work tree: the ``.gitignore`` files from
             ``root`` down).
         force_exclude: apply the exclusions to explicitly named files and directories too.
+        exclusion_for: the exclusions that apply to the entries of a directory (given as
+            reached, not resolved), in place of ``root`` and ``exclude`` everywhere.
 
     Raises:
-        ConfigError: a glob in ``exclude`` is invalid.
+        ConfigError: a glob in ``exclude`` is invalid, or ``exclusion_for`` raised it.
     """
     root = root.resolve()
-    spec = _compile_exclude(exclude)
+    if exclusion_for is None:
+        exclusion_for = _everywhere(Exclusion.compile(root, exclude))
     gitignores = _GitIgnores(root) if respect_gitignore else None
 
-    def skipped(path: Path, base: Path | None, *, is_dir: bool, itself: bool = False) -> bool:
+    def skipped(
+        path: Path,
+        base: Path | None,
+        exclusion: Exclusion,
+        *,
+        is_dir: bool,
+        itself: bool = False,
+    ) -> bool:
         try:
-            relative = path.relative_to(root).as_posix()
+            relative = path.relative_to(exclusion.root).as_posix()
         except ValueError:
             relative = path.name
         test = _matches_itself if itself else matches
-        if relative != "." and test(spec, relative, is_dir=is_dir):
+        if relative != "." and test(exclusion.spec, relative, is_dir=is_dir):
             return True
         if gitignores is None or base is None:
             return False
@@ -281,29 +319,31 @@ def collect_files(
         path = Path(raw).absolute()
         top = path.resolve()
         if path.is_file():
-            if not (force_exclude and skipped(top, base_of(top), is_dir=False)):
+            own = exclusion_for(path.parent)
+            if not (force_exclude and skipped(top, base_of(top), own, is_dir=False)):
                 add(path, top)
             continue
         if not path.is_dir():
             result.missing.append(os.fspath(raw))
             continue
         base = base_of(top)
-        named_skipped = skipped(top, base, is_dir=True)
+        named_skipped = skipped(top, base, exclusion_for(path), is_dir=True)
         if force_exclude and named_skipped:
             continue
         for directory, dirnames, filenames in os.walk(path, onerror=unreadable):
             here = Path(directory)
             resolved = here.resolve()
+            exclusion = exclusion_for(here)
             dirnames[:] = sorted(
                 d
                 for d in dirnames
-                if not skipped(resolved / d, base, is_dir=True, itself=named_skipped)
+                if not skipped(resolved / d, base, exclusion, is_dir=True, itself=named_skipped)
             )
             for name in sorted(filenames):
                 if not name.endswith(PYTHON_SUFFIXES):
                     continue
                 file = resolved / name
-                if skipped(file, base, is_dir=False, itself=named_skipped):
+                if skipped(file, base, exclusion, is_dir=False, itself=named_skipped):
                     continue
                 add(here / name, file.resolve() if file.is_symlink() else file)
     return result

@@ -1,5 +1,10 @@
 """A whole lint run: collect files, consult the cache, lint the rest serially or in a process
-pool, and gather the results in a stable order."""
+pool, and gather the results in a stable order.
+
+Each file is linted with the settings of its own configuration (:class:`ConfigResolver`); what
+a configuration implies (its codes, rule context, exclusions and cache) is worked out once per
+configuration, in a :class:`_Plan`.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
@@ -17,15 +22,15 @@ from pathlib import Path
 
 from interlace.linters._cache import ResultCache, content_key
 from interlace.linters._config import (
+    ConfigResolver,
     LintConfig,
-    check_declared,
     find_config,
     load_config,
     opt_in_codes,
     selected_codes,
 )
 from interlace.linters._engine import FileError, FileResult, Finding, lint_source
-from interlace.linters._files import collect_files, per_file_matcher
+from interlace.linters._files import Exclusion, collect_files, per_file_matcher
 from interlace.linters._rule import LintContext
 
 __all__ = ("LintResult", "lint_paths")
@@ -44,7 +49,8 @@ class LintResult:
         files: how many files were considered; lines: their total line count.
         cached: how many of them were answered from the cache.
         parsed: how many were parsed (the others were skipped by the pre-filter or the cache).
-        config: the settings the run used.
+        config: the run's base settings: those found from the working directory (or given),
+            which every file without a closer configuration used.
     """
 
     findings: list[Finding] = field(default_factory=list)
@@ -63,10 +69,13 @@ def _display(path: Path, cwd: Path) -> str:
         return os.fspath(path)
 
 
-def _lint_chunk(
-    items: Sequence[tuple[str, bytes, tuple[str, ...]]], base: LintContext
-) -> list[FileResult]:
-    """Lint a chunk of (filename, bytes, codes); the unit of work of a pool worker."""
+_Item = tuple[str, bytes, tuple[str, ...]]
+"""One file to lint: its filename, its bytes and the codes enabled for it."""
+
+
+def _lint_chunk(items: Sequence[_Item], base: LintContext) -> list[FileResult]:
+    """Lint a chunk of files that share one configuration; the unit of work of a pool
+    worker."""
     from interlace.linters.rules import rules_by_code
 
     registry = rules_by_code()
@@ -79,7 +88,7 @@ def _lint_chunk(
     return results
 
 
-def _lint_isolated(item: tuple[str, bytes, tuple[str, ...]], base: LintContext) -> FileResult:
+def _lint_isolated(item: _Item, base: LintContext) -> FileResult:
     """Lint one file in its own worker process, after a worker died (a crash in native code):
     the file that kills this worker too is reported instead of taking the run down."""
     filename = item[0]
@@ -95,9 +104,7 @@ def _lint_isolated(item: tuple[str, bytes, tuple[str, ...]], base: LintContext) 
         return FileResult(filename, errors=(FileError(filename, 1, 1, message, "internal"),))
 
 
-def _chunks(
-    items: list[tuple[str, bytes, tuple[str, ...]]], count: int
-) -> list[list[tuple[str, bytes, tuple[str, ...]]]]:
+def _chunks(items: list[_Item], count: int) -> list[list[_Item]]:
     # Biggest files first, dealt round-robin, so chunks finish at about the same time.
     ordered = sorted(items, key=lambda item: len(item[1]), reverse=True)
     return [chunk for chunk in (ordered[i::count] for i in range(count)) if chunk]
@@ -154,10 +161,97 @@ def _pool(workers: int) -> Iterator[ProcessPoolExecutor]:
             signal.signal(signal.SIGTERM, previous)
 
 
+@dataclass
+class _Plan:
+    """What linting a file under one configuration takes, worked out once per configuration.
+
+    Attributes:
+        root: the configuration's root, resolved: ``per-file-ignores`` globs are relative to it.
+        codes: the codes its selection enables.
+        per_file: its ``per-file-ignores``, compiled.
+        context: what its rules may know (target version, shared classes, ...).
+        exclusion: its ``exclude`` globs, compiled.
+        cache: its result cache, under its root (``None``: no cache, or not opened yet).
+    """
+
+    root: Path
+    codes: tuple[str, ...]
+    per_file: list[tuple[Callable[[str], bool], tuple[str, ...]]]
+    context: LintContext
+    exclusion: Exclusion
+    cache: ResultCache | None = None
+
+
+class _Plans:
+    """The plan of each configuration a run meets, keyed by the configuration object (the
+    resolver returns one object per configuration file), and their caches, one per root and
+    settings so that two plans never write the same index."""
+
+    def __init__(self, configs: ConfigResolver, *, use_cache: bool) -> None:
+        from interlace.linters.rules import all_rules
+
+        self.configs = configs
+        self.use_cache = use_cache
+        self._codes = [rule.code for rule in all_rules()]
+        self._opt_in = opt_in_codes()
+        self._plans: dict[int, _Plan] = {}
+        self._caches: dict[tuple[Path, str], ResultCache] = {}
+
+    def of(self, config: LintConfig) -> _Plan:
+        plan = self._plans.get(id(config))
+        if plan is None:
+            plan = self._plans[id(config)] = self._make(config)
+        return plan
+
+    def _make(self, config: LintConfig) -> _Plan:
+        codes = selected_codes(
+            self._codes,
+            select=config.select,
+            extend_select=config.extend_select,
+            ignore=config.ignore,
+            opt_in=self._opt_in,
+        )
+        context = LintContext(
+            target_version=config.target_version,
+            shared_classes=config.shared_classes,
+            instance_primitives=config.instance_primitives,
+            task_shared_classes=config.task_shared_classes,
+            sharing=config.sharing,
+        )
+        per_file = [(per_file_matcher(glob), cs) for glob, cs in config.per_file_ignores]
+        exclusion = Exclusion.compile(config.root, config.exclude)
+        return _Plan(exclusion.root, codes, per_file, context, exclusion)
+
+    def exclusion(self, directory: Path) -> Exclusion:
+        """The exclusions that apply to the entries of ``directory``."""
+        return self.of(self.configs.for_directory(directory)).exclusion
+
+    def cache(self, plan: _Plan) -> ResultCache | None:
+        if not self.use_cache:
+            return None
+        if plan.cache is None:
+            context = plan.context
+            settings = (
+                f"{context.target_version}|{sorted(context.shared_classes)}"
+                f"|{context.instance_primitives}|{context.sharing}"
+                f"|{sorted(context.task_shared_classes)}"
+            )
+            key = (plan.root, settings)
+            if key not in self._caches:
+                self._caches[key] = ResultCache(plan.root, settings)
+            plan.cache = self._caches[key]
+        return plan.cache
+
+    def save(self) -> None:
+        for cache in self._caches.values():
+            cache.save()
+
+
 def lint_paths(
     paths: Sequence[str | os.PathLike[str]] = (),
     *,
     config: LintConfig | None = None,
+    overrides: Callable[[LintConfig], LintConfig] | None = None,
     jobs: int | None = None,
     use_cache: bool = True,
     force_exclude: bool = False,
@@ -165,64 +259,49 @@ def lint_paths(
     """Lint files and directories with the configured rules.
 
     Args:
-        paths: files and directories (empty: the project root).
-        config: the settings; ``None`` reads ``[tool.interlace.lint]`` from the nearest
-            ``pyproject.toml`` above the working directory.
+        paths: files and directories (empty: the root of the base configuration).
+        config: the settings of every file; ``None``: as in ruff, each file takes
+            ``[tool.interlace.lint]`` from the closest ``pyproject.toml`` with the table among
+            its ancestor directories, and a file with none takes the one found from the
+            working directory (else the defaults).
+        overrides: applied to every configuration the run uses, ``config`` included (the
+            command line's flags, which win over each file).
         jobs: worker processes (``None``: all cores); few files are always linted in-process.
-        use_cache: read and write results under ``<root>/.interlace_cache/``.
+        use_cache: read and write results under ``<root>/.interlace_cache/``, where ``<root>``
+            is the root of the configuration each file used.
         force_exclude: apply ``exclude`` and ``.gitignore`` to explicitly named files too.
 
     Returns:
         The findings and errors of the run; exit-code policy is the caller's.
 
     Raises:
-        ConfigError: the discovered configuration file is invalid, or ``sharing = "declared"``
-            with no class declared.
+        ConfigError: a configuration file the run needs is invalid, or one has
+            ``sharing = "declared"`` with no class declared.
     """
     if config is None:
-        config = load_config(find_config(Path.cwd()))
-    check_declared(config)
-    from interlace.linters.rules import all_rules
-
+        configs = ConfigResolver(load_config(find_config(Path.cwd())), overrides=overrides)
+    else:
+        configs = ConfigResolver(config, fixed=True, overrides=overrides)
+    base = configs.base
+    plans = _Plans(configs, use_cache=use_cache)
     cwd = Path.cwd()
-    result = LintResult(config=config)
+    result = LintResult(config=base)
+    # respect-gitignore decides the walk, so as in ruff it is read from the base configuration.
     fileset = collect_files(
         paths,
-        root=config.root,
-        exclude=config.exclude,
-        respect_gitignore=config.respect_gitignore,
+        root=base.root,
+        respect_gitignore=base.respect_gitignore,
         force_exclude=force_exclude,
+        exclusion_for=plans.exclusion,
     )
     for missing in fileset.missing:
         result.errors.append(FileError(missing, 0, 0, "no such file or directory", "io"))
     for directory, message in fileset.unreadable:
         result.errors.append(FileError(_display(Path(directory), cwd), 0, 0, message, "io"))
-    all_codes = [rule.code for rule in all_rules()]
-    enabled = selected_codes(
-        all_codes,
-        select=config.select,
-        extend_select=config.extend_select,
-        ignore=config.ignore,
-        opt_in=opt_in_codes(),
-    )
-    per_file = [(per_file_matcher(glob), codes) for glob, codes in config.per_file_ignores]
-    base = LintContext(
-        target_version=config.target_version,
-        shared_classes=config.shared_classes,
-        instance_primitives=config.instance_primitives,
-        task_shared_classes=config.task_shared_classes,
-        sharing=config.sharing,
-    )
-    cache = None
-    if use_cache:
-        settings = (
-            f"{base.target_version}|{sorted(base.shared_classes)}|{base.instance_primitives}"
-            f"|{base.sharing}|{sorted(base.task_shared_classes)}"
-        )
-        cache = ResultCache(config.root, settings)
-    root = config.root.resolve()
     ordered: list[FileResult | None] = []
-    pending: list[tuple[int, str, bytes, tuple[str, ...], str]] = []
+    pending: list[tuple[int, str, str, ResultCache | None]] = []
+    # The files to lint, grouped by configuration: a chunk of work shares one rule context.
+    groups: dict[int, tuple[LintContext, list[_Item]]] = {}
     for path in fileset.files:
         filename = _display(path, cwd)
         try:
@@ -232,43 +311,50 @@ def lint_paths(
                 FileResult(filename, errors=(FileError(filename, 0, 0, str(exc), "io"),))
             )
             continue
-        codes = enabled
-        if per_file:
+        plan = plans.of(configs.for_file(path))
+        codes = plan.codes
+        if plan.per_file:
             try:
-                relative = path.resolve().relative_to(root).as_posix()
+                relative = path.resolve().relative_to(plan.root).as_posix()
             except ValueError:
                 relative = path.name
-            ignored = [c for match, cs in per_file if match(relative) for c in cs]
+            ignored = [c for match, cs in plan.per_file if match(relative) for c in cs]
             codes = tuple(c for c in codes if not c.startswith(tuple(ignored)))
         key = content_key(data, codes)
+        cache = plans.cache(plan)
         hit = cache.get(key, filename) if cache is not None else None
         ordered.append(hit)
         if hit is None:
-            pending.append((len(ordered) - 1, filename, data, codes, key))
-    items = [(filename, data, codes) for _, filename, data, codes, _ in pending]
-    workers = min(jobs or os.cpu_count() or 1, max(1, len(items) // 4))
-    if workers <= 1 or len(items) < _SERIAL_BELOW:
-        fresh = _lint_chunk(items, base)
+            pending.append((len(ordered) - 1, filename, key, cache))
+            groups.setdefault(id(plan), (plan.context, []))[1].append((filename, data, codes))
+    by_name: dict[str, FileResult] = {}
+    total = len(pending)
+    workers = min(jobs or os.cpu_count() or 1, max(1, total // 4))
+    if workers <= 1 or total < _SERIAL_BELOW:
+        for context, items in groups.values():
+            by_name.update((r.filename, r) for r in _lint_chunk(items, context))
     else:
-        chunks = _chunks(items, workers * 4)
-        by_name: dict[str, FileResult] = {}
-        broken: list[tuple[str, bytes, tuple[str, ...]]] = []
+        work = [
+            (chunk, context)
+            for context, items in groups.values()
+            for chunk in _chunks(items, max(1, workers * 4 * len(items) // total))
+        ]
+        broken: list[tuple[_Item, LintContext]] = []
         with _pool(workers) as pool:
-            futures = [pool.submit(_lint_chunk, chunk, base) for chunk in chunks]
-            for chunk, future in zip(chunks, futures, strict=True):
+            futures = [pool.submit(_lint_chunk, chunk, context) for chunk, context in work]
+            for (chunk, context), future in zip(work, futures, strict=True):
                 try:
                     by_name.update((r.filename, r) for r in future.result())
                 except BrokenProcessPool:
-                    broken.extend(chunk)
-        for item in broken:
-            by_name[item[0]] = _lint_isolated(item, base)
-        fresh = [by_name[filename] for filename, _, _ in items]
-    for (index, _, _, _, key), file_result in zip(pending, fresh, strict=True):
+                    broken.extend((item, context) for item in chunk)
+        for item, context in broken:
+            by_name[item[0]] = _lint_isolated(item, context)
+    for index, filename, key, cache in pending:
+        file_result = by_name[filename]
         ordered[index] = file_result
         if cache is not None:
             cache.put(key, file_result)
-    if cache is not None:
-        cache.save()
+    plans.save()
     for maybe in ordered:
         assert maybe is not None
         file_result = maybe

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -30,7 +30,8 @@ EXIT_ERROR = 2
 
 _DESCRIPTION = (
     "Flag concurrency bug patterns in asyncio and threaded Python (rules IL101-IL303). "
-    "Settings come from [tool.interlace.lint] in the nearest pyproject.toml; flags win."
+    "Each file takes its settings from [tool.interlace.lint] in the closest pyproject.toml "
+    "above it; flags win."
 )
 
 
@@ -143,7 +144,14 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         "--jobs", type=_jobs, metavar="N", help="worker processes (default: all cores)"
     )
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
-    parser.add_argument("--config", metavar="PATH", help="pyproject.toml to read settings from")
+    parser.add_argument(
+        "--config",
+        metavar="PATH",
+        help=(
+            "pyproject.toml whose settings apply to every file, instead of each file's closest "
+            "(its globs are relative to the working directory)"
+        ),
+    )
     parser.add_argument(
         "--explain", metavar="CODE", help="explain a rule: what, why, examples, when to suppress"
     )
@@ -193,17 +201,25 @@ def _per_file(values: Sequence[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
     return tuple(pairs)
 
 
-def _resolve_config(args: argparse.Namespace) -> LintConfig:
+def _resolve_config(
+    args: argparse.Namespace,
+) -> tuple[LintConfig | None, Callable[[LintConfig], LintConfig]]:
+    """Return the settings of every file (``--config``; ``None``: each file's closest
+    configuration, as in ruff) and the command line's overrides, to apply to each of them.
+
+    Raises:
+        ConfigError: a flag's value is invalid, or the ``--config`` file is missing or invalid.
+    """
     from interlace.linters._config import (
         RuleSelection,
         check_globs,
         check_selectors,
-        find_config,
         layer_selection,
         load_config,
         parse_target_version,
     )
 
+    config = None
     if args.config is not None:
         path = Path(args.config)
         if not path.is_file():
@@ -211,13 +227,12 @@ def _resolve_config(args: argparse.Namespace) -> LintConfig:
                 f"--config {args.config!r} does not exist or is not a file; pass the path of a "
                 "pyproject.toml with a [tool.interlace.lint] table"
             )
-        config = load_config(path)
-    else:
-        config = load_config(find_config(Path.cwd()))
+        # As in ruff, the settings of --config apply to every file, and their relative globs
+        # resolve against the working directory.
+        config = load_config(path, root=Path.cwd())
     where = "from the command line"
-    changes: dict[str, object] = {}
-    # As in ruff, the command line is a layer over the file: a --select starts a new selection,
-    # and --extend-select and --ignore adjust whatever the file selected.
+    # As in ruff, the command line is a layer over each file: a --select starts a new
+    # selection, and --extend-select and --ignore adjust whatever the file selected.
     command_line = RuleSelection(
         select=(
             None
@@ -227,19 +242,28 @@ def _resolve_config(args: argparse.Namespace) -> LintConfig:
         extend_select=check_selectors(args.extend_select, key="--extend-select", where=where),
         ignore=check_selectors(args.ignore, key="--ignore", where=where),
     )
-    config = layer_selection(config, command_line)
-    if args.per_file_ignores:
-        changes["per_file_ignores"] = config.per_file_ignores + _per_file(args.per_file_ignores)
-    if args.extend_exclude:
-        globs = check_globs(args.extend_exclude, key="--extend-exclude", where=where)
-        changes["exclude"] = config.exclude + globs
-    if args.sharing is not None:
-        changes["sharing"] = args.sharing
-    if args.target_version is not None:
-        changes["target_version"] = parse_target_version(
-            args.target_version, where="from --target-version"
-        )
-    return config.with_overrides(**changes)
+    per_file = _per_file(args.per_file_ignores)
+    extend_exclude = check_globs(args.extend_exclude, key="--extend-exclude", where=where)
+    target_version = (
+        None
+        if args.target_version is None
+        else parse_target_version(args.target_version, where="from --target-version")
+    )
+
+    def overrides(config: LintConfig) -> LintConfig:
+        config = layer_selection(config, command_line)
+        changes: dict[str, object] = {}
+        if per_file:
+            changes["per_file_ignores"] = config.per_file_ignores + per_file
+        if extend_exclude:
+            changes["exclude"] = config.exclude + extend_exclude
+        if args.sharing is not None:
+            changes["sharing"] = args.sharing
+        if target_version is not None:
+            changes["target_version"] = target_version
+        return config.with_overrides(**changes) if changes else config
+
+    return config, overrides
 
 
 def _add_noqa_conflict(args: argparse.Namespace) -> str | None:
@@ -317,10 +341,11 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     from interlace.linters.rules import all_rules
 
     try:
-        config = _resolve_config(args)
+        config, overrides = _resolve_config(args)
         result = lint_paths(
             args.paths,
             config=config,
+            overrides=overrides,
             jobs=args.jobs,
             use_cache=not args.no_cache,
             force_exclude=args.force_exclude,
@@ -343,7 +368,7 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     elif args.format == "sarif":
         out.write(
             _output.format_sarif(
-                findings, result.errors, rules, root=config.root, version=__version__
+                findings, result.errors, rules, root=result.config.root, version=__version__
             )
         )
     elif args.format == "github":
