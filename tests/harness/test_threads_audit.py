@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import os
 import re
 import socket
 import subprocess
@@ -17,6 +18,7 @@ import textwrap
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -456,6 +458,46 @@ def test_a_multiprocessing_pool_made_in_the_target_is_refused() -> None:
     with pytest.raises(interlace.errors.UnsupportedOperationError) as raised:
         interlace.explore(scenario, seed=SEED, max_schedules=5)
     assert "is a thread of a multiprocessing pool" in str(raised.value)
+
+
+# -- a process forked during a run ---------------------------------------------------------------
+
+
+def _sum_in_child(results: Any) -> None:
+    total = 0
+    for value in range(2000):  # more points than a time slice has, in the child
+        total += value
+    results.put(total)
+
+
+def a_thread_forks_a_child_that_runs_code_under_test() -> None:
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    results = context.Queue()
+    got: list[int] = []
+
+    def work() -> None:
+        child = context.Process(target=_sum_in_child, args=(results,))
+        child.start()
+        got.append(results.get(timeout=5))
+        child.join()
+
+    _start_and_join(work)
+    assert got == [1999000]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork (POSIX)")
+@pytest.mark.filterwarnings("ignore:.*fork.*:DeprecationWarning")  # 3.12+: fork with threads
+@pytest.mark.parametrize("seed", [1, 2])  # seeds whose schedules switch in the child
+def test_a_child_forked_during_a_run_runs_uncontrolled(seed: int) -> None:
+    # The child has the forking thread alone and no scheduler: a switch at one of its
+    # schedule points would wait for a baton that no thread passes, and the parent for
+    # its result.
+    exploration = interlace.explore(
+        a_thread_forks_a_child_that_runs_code_under_test, seed=seed, max_schedules=3
+    )
+    assert exploration.failure is None
 
 
 # -- Ctrl-C while a parked thread holds a Condition's lock --------------------------------------

@@ -28,6 +28,7 @@ import dis
 import inspect
 import itertools
 import logging
+import os
 import queue
 import selectors
 import sys
@@ -68,6 +69,8 @@ _STALL_SECONDS = 20.0
 _OUTSIDE_SECONDS = 0.5
 """How long every thread of a run may wait for a thread outside it (``_woken_from_outside``)."""
 _OUTSIDE_POLL = 0.001
+_OUTSIDE_IDLE_SECONDS = 0.05
+"""How long threads outside the run may stay where they stood before they count as idle."""
 _OUTSIDE_ENDS = frozenset({"lock", "condition", "io", "flock", "loop"})
 """The kinds of wait a thread outside the run can end (a release, a notify, a write)."""
 _LOCK_STALL_SECONDS = 2.0
@@ -203,6 +206,9 @@ class Controller:
         self.done = _allocate_lock()
         self.done.acquire()
         self._stall_lock = _allocate_lock()
+        self.outside_at = _positions()
+        """Where every thread that exists as the run starts stands (none of them is the run's):
+        one that has not moved since has done nothing the run waits for."""
         self.stuck: _Thread | None = None
         """The thread reported stuck outside the schedule (it is unwound last)."""
         self.record = record
@@ -625,7 +631,8 @@ class Controller:
         It runs freely, so the wait ends in real time: give it up to ``_OUTSIDE_SECONDS``
         before the virtual clock moves on or a deadlock is reported. Only waits that such a
         thread can end count (not sleeps, nor joins of the run's own threads), and only while
-        one is alive, so a run with no thread outside it never waits.
+        one may be working for the run (``_engaged_outside``): beside idle threads (a test
+        runner's, a timer's) the wait ends after ``_OUTSIDE_IDLE_SECONDS``.
         """
         if not any(
             u.status == _BLOCKED and u.waiting is not None and u.waiting[0] in _OUTSIDE_ENDS
@@ -634,11 +641,14 @@ class Controller:
             return False
         if not self._outside_threads():
             return False
-        deadline = _real_monotonic() + _OUTSIDE_SECONDS
-        while _real_monotonic() < deadline:
+        start = _real_monotonic()
+        while (now := _real_monotonic()) < start + _OUTSIDE_SECONDS:
             _real_sleep(_OUTSIDE_POLL)
             if any(self._can_run(u) for u in self.threads):
                 return True
+            # A thread the run just woke (a worker handed a job) needs a moment to move.
+            if now >= start + _OUTSIDE_IDLE_SECONDS and not self._engaged_outside():
+                return False
         return False
 
     def _only_daemons_wait(self) -> bool:
@@ -751,9 +761,26 @@ class Controller:
         if outside:
             lines.append(
                 f"Threads outside the exploration were alive ({', '.join(outside)}); none "
-                f"woke a waiting thread within {_OUTSIDE_SECONDS:g} s of real time."
+                "of them woke a waiting thread (interlace waits for that up to "
+                f"{_OUTSIDE_SECONDS:g} s of real time, while one of them is working)."
             )
         return "\n".join(lines)
+
+    def _engaged_outside(self) -> bool:
+        """Whether a thread outside the run may be working for it: one started since the run
+        began, or one that has moved since (an executor's worker running a job the run
+        submitted). A thread idle where it stood (a test runner's, a pool's idle worker)
+        cannot be about to wake a thread of the run."""
+        ours = {u.ident for u in self.threads}
+        frames = sys._current_frames()
+        for other in threading.enumerate():
+            if other.ident in ours or not _orig_is_alive(other):
+                continue
+            frame = frames.get(other.ident) if other.ident is not None else None
+            was = self.outside_at.get(other.ident) if other.ident is not None else None
+            if frame is None or was is None or was[0] is not frame or was[1] != frame.f_lasti:
+                return True
+        return False
 
     def _outside_threads(self) -> list[str]:
         """The names of the live threads that are not this run's."""
@@ -2056,6 +2083,38 @@ def _tracing_off() -> None:
 
 
 _active = _allocate_lock()
+
+
+def _positions() -> dict[int, tuple[types.FrameType, int]]:
+    """Where every other thread stands now: its innermost frame and instruction."""
+    me = _get_ident()
+    return {
+        ident: (frame, frame.f_lasti)
+        for ident, frame in sys._current_frames().items()
+        if ident != me
+    }
+
+
+def _forget_control_in_child() -> None:
+    """In a process forked during a run (``multiprocessing``'s fork start method, a plain
+    ``os.fork``): only the forking thread exists and no scheduler does, so its code runs
+    uncontrolled, as in a stock process. Before, the child's first schedule point waited
+    for a baton no thread could pass, and the parent for the child."""
+    global _baton
+    if _local.thread is None and _local.loop is None and _baton is None:
+        return
+    _local.thread = None
+    _local.loop = None
+    _local.activate = None
+    _baton = None
+    if _MONITORING:
+        _line_hooks(None, foreign=False)  # hooks that count nothing
+    else:
+        sys.settrace(None)
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows
+    os.register_at_fork(after_in_child=_forget_control_in_child)
 
 
 def _not_unwinding(record: logging.LogRecord) -> bool:
