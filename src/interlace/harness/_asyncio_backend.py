@@ -182,6 +182,8 @@ class AsyncioBackend:
             if tracer.start():
                 modeller = ModelRecorder(loop, tracer)
                 loop.observer = modeller
+                if mixed is not None:
+                    mixed.on_activate = tracer.stop
             else:
                 tracer = None
         kind: Any = None

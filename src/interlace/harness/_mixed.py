@@ -122,6 +122,10 @@ class MixedRun:
         self._previous_trace: Any = None
         self._counter: Any = None
         self._end_hashes: Callable[[], None] | None = None
+        self.on_activate: Callable[[], None] | None = None
+        """Called as the threads come under control: the backend stops recording footprints
+        there (a run with threads has no model), so the rest of the run, interlace's own
+        instrumentation pass among it, is not traced line by line for nothing."""
 
     def arm(self) -> None:
         """Before the run: the first thread the loop's thread starts calls :meth:`activate`."""
@@ -137,6 +141,8 @@ class MixedRun:
     def activate(self) -> None:
         """Put the loop's thread under a thread scheduler, from its next schedule point."""
         _threads._local.activate = None
+        if self.on_activate is not None:
+            self.on_activate()
         loop = self.loop
         ctl = LoopController(loop, self.chooser, self.settings, self.record)
         main = ctl.add(threading.current_thread().name, None, False)

@@ -593,11 +593,12 @@ class Controller:
                 candidates = [u for u in (*self._order(t), t) if self._can_run(u)]
                 if candidates:
                     break
-                if not self._only_daemons_wait() and self._woken_from_outside():
-                    continue
                 # Once the program ended, daemon threads that wait or sleep are dropped (at
                 # interpreter exit): their timeouts never fire, so the clock stays.
-                if self._only_daemons_wait() or not self._advance_clock():
+                only_daemons = self._only_daemons_wait()
+                if not only_daemons and self._woken_from_outside():
+                    continue
+                if only_daemons or not self._advance_clock():
                     self._nothing_can_run(t)
                     return
             choice = 0
