@@ -34,6 +34,53 @@ def _start_and_join(target: object) -> None:
     thread.join()
 
 
+# -- a lock a thread holds when the harness unwinds it -------------------------------------------
+
+_HALVES: dict[str, Any] = {"lock": threading.Lock(), "rlock": threading.RLock()}
+_half = {"n": 0}
+
+
+def _update_in_two_halves(lock: Any) -> None:
+    lock.acquire()  # no try/finally: a thread unwound in between leaves the lock taken
+    _half["n"] += 1
+    _half["n"] += 1
+    lock.release()
+
+
+def _see_a_half_update() -> None:
+    if _half["n"] % 2:
+        raise RuntimeError("saw a half update")
+
+
+@pytest.mark.parametrize("kind", sorted(_HALVES))
+def test_a_lock_a_thread_held_when_it_was_unwound_is_released(kind: str) -> None:
+    lock = _HALVES[kind]
+
+    def scenario() -> None:
+        _half["n"] = 0
+        threads = [
+            threading.Thread(target=_update_in_two_halves, args=(lock,)),
+            threading.Thread(target=_see_a_half_update),
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    for _ in range(2):  # the next exploration finds the lock as free as the first did
+        failure = interlace.explore(scenario, seed=SEED, max_schedules=200).failure
+        assert failure is not None
+        assert str(failure.exception) == "saw a half update"
+        assert failure.deviations == 1  # shrinking ran on free locks too
+        assert lock.acquire(blocking=False)  # free (an RLock has no locked() before 3.14)
+        lock.release()
+    # The step that raised is the raising thread's, not the one unwound last.
+    assert failure is not None
+    raised = [line for line in failure.report.splitlines() if " raised RuntimeError" in line]
+    assert len(raised) == 1
+    assert "Thread-2 (_see_a_half_update): ran -> " in raised[0]
+
+
 # -- a lock acquire whose timeout passes --------------------------------------------------------
 
 

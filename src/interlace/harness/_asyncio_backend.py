@@ -254,8 +254,8 @@ class AsyncioBackend:
                 raise ctl.error
             if ctl.failure is not None and kind is None:
                 kind, exception, detail = ctl.failure
-                if record and ctl.current is not None and kind == "exception":
-                    ctl.close_segment(ctl.current, _raised_at(exception))
+                if record and ctl.failed_in is not None and kind == "exception":
+                    ctl.close_segment(ctl.failed_in, _raised_at(exception))
             divergence = divergence or chooser.divergence
             decisions = tuple(sorted((*decisions, *ctl.decisions)))
             trace = tuple(sorted((*trace, *ctl.records), key=lambda record: record.step))

@@ -201,6 +201,9 @@ class Controller:
         self.now = 0
         self.decisions: list[Decision] = []
         self.failure: tuple[str, BaseException | None, str] | None = None
+        self.failed_in: _Thread | None = None
+        """The thread that held the baton when the failure was seen (unwinding the others
+        moves ``current`` on)."""
         self.passthrough: BaseException | None = None
         self.aborting = False
         self.done = _allocate_lock()
@@ -214,6 +217,9 @@ class Controller:
         self.record = record
         self.records: collections.deque[StepRecord] = collections.deque(maxlen=_TRACE_LIMIT)
         self.owners: dict[int, _Thread] = {}
+        self.held: dict[int, Any] = {}
+        """The locks of ``owners``, by id: a thread unwound holding one releases it at the
+        run's end (``release_unwound``)."""
         self.error: BaseException | None = None
         self.excepthook = threading.excepthook
         """The ``threading.excepthook`` in place when the run began (the default, or pytest's):
@@ -707,6 +713,7 @@ class Controller:
     def fail(self, kind: str, exc: BaseException | None, detail: str) -> None:
         if self.failure is None and self.error is None:
             self.failure = (kind, exc, detail)
+            self.failed_in = self.current
         self._abort()
 
     def _fail_from(self, t: _Thread, kind: str, exc: BaseException | None, detail: str) -> None:
@@ -860,13 +867,13 @@ class Controller:
                 self.step += 1
                 self._point_before_block(t)
             if self.lock_free_for(lock, t):
-                self.owners[id(lock)] = t
+                self.own(lock, t)
             return
         got = self.block(
             t, lambda: self.lock_free_for(lock, t), ("lock", lock), timeout, uncertain=uncertain
         )
         if got:
-            self.owners[id(lock)] = t
+            self.own(lock, t)
             return
         # The timeout passed in virtual time and the lock is still taken (by a parked thread,
         # which cannot release it meanwhile): the real acquire that follows fails, but a C
@@ -884,8 +891,35 @@ class Controller:
             self._abort()
             raise _Abort
 
+    def own(self, lock: Any, t: _Thread) -> None:
+        """``t`` takes ``lock`` (it is free for ``t``)."""
+        self.owners[id(lock)] = t
+        self.held[id(lock)] = lock
+
     def released(self, lock: Any) -> None:
         self.owners.pop(id(lock), None)
+        self.held.pop(id(lock), None)
+
+    def release_unwound(self) -> None:
+        """Release the locks that threads unwound by the harness still hold.
+
+        A thread unwound inside ``lock.acquire(); ...; lock.release()`` (no ``try``/
+        ``finally``) would leave a module-level lock taken: every later run, and the rest of
+        the test session, would wait for it forever, where the program, never cut short,
+        releases it. Only threads of the run that were unwound and have ended count, and an
+        ``RLock`` only while that thread still owns it.
+        """
+        for key, t in list(self.owners.items()):
+            lock: Any = self.held.get(key)
+            if lock is None or not t.aborted or t.status != _DONE or not _is_locked(lock):
+                continue
+            if type(lock) is _LOCK:
+                lock.release()
+            elif t.ident is not None and f" owner={t.ident} " in repr(lock):
+                lock._release_save()  # an RLock whose owner ended: release() would refuse
+            else:
+                continue
+            self.released(lock)
 
     def sleep(self, t: _Thread, seconds: float) -> None:
         if seconds > 0:
@@ -1694,7 +1728,7 @@ def _lock_call(
             timeout = named.get("timeout", timeout)
     if uncertain:
         if ctl.lock_free_for(lock, t):
-            ctl.owners[id(lock)] = t
+            ctl.own(lock, t)
             return
         ctl.acquire(t, lock, True, None, uncertain=True)
         return
@@ -2330,8 +2364,8 @@ class ThreadsBackend:
             refused = refusal(exception)
             if refused is not None:
                 raise refused
-            if record and ctl.current is not None and kind == "exception":
-                ctl.close_segment(ctl.current, _raised_at(exception))
+            if record and ctl.failed_in is not None and kind == "exception":
+                ctl.close_segment(ctl.failed_in, _raised_at(exception))
         return RunResult(
             kind=kind,
             exception=exception,
@@ -2399,6 +2433,7 @@ def _unwind(ctl: Controller) -> None:
             t.park.release()
         if thread is not None and _has_started(thread):
             _orig_join(thread, _UNWIND_SECONDS)
+    ctl.release_unwound()
 
 
 def _has_started(thread: threading.Thread) -> bool:
