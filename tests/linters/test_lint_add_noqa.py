@@ -13,7 +13,13 @@ import pytest
 
 from interlace.linters import Finding
 from interlace.linters._engine import LINE_BREAK
-from interlace.linters._noqa import Suppressions, UnsuppressedLine, add_noqa, parse_noqa
+from interlace.linters._noqa import (
+    _KEEP_UNUSED,
+    Suppressions,
+    UnsuppressedLine,
+    add_noqa,
+    parse_noqa,
+)
 from interlace.linters.cli import lint_main
 
 MODULE_LOCKS = (
@@ -200,6 +206,42 @@ def test_add_noqa_suppresses_only_the_selected_codes(
     capsys.readouterr()
     assert lint_main(["--no-cache", "--format", "concise"]) == 1
     assert [line.split()[1] for line in capsys.readouterr().out.splitlines()] == ["IL101"]
+
+
+STALE = (
+    "import asyncio\nimport threading\n"
+    "LOCK = asyncio.Lock()  # noqa: IL301\n"
+    "T_LOCK = threading.Lock()  # noqa: IL201\n"
+    "READY = asyncio.Event()\n"
+)
+
+
+def test_add_noqa_never_adds_il001_and_warns_of_each_unused_directive(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = put(project, "a.py", STALE)
+    warnings = [
+        f"a.py:{row}: warning: cannot add '# noqa: IL001': {_KEEP_UNUSED}\n" for row in (3, 4)
+    ]
+    for added in (2, 0):  # a second run adds nothing and warns again
+        assert lint_main(["--no-cache", "--add-noqa", "--extend-select", "IL001"]) == 1
+        assert capsys.readouterr() == (
+            "",
+            "".join(warnings)
+            + f"Added {added} noqa directive{'s' * (added != 1)}.\n"
+            + "2 findings are left unsuppressed: see the warnings above.\n",
+        )
+        assert path.read_text(encoding="utf-8") == (
+            "import asyncio\nimport threading\n"
+            "LOCK = asyncio.Lock()  # noqa: IL201, IL301\n"
+            "T_LOCK = threading.Lock()  # noqa: IL201\n"
+            "READY = asyncio.Event()  # noqa: IL201\n"
+        )
+    assert lint_main(["--no-cache", "--format", "concise", "--extend-select", "IL001"]) == 1
+    assert [line.split()[:2] for line in capsys.readouterr().out.splitlines()] == [
+        ["a.py:3:24:", "IL001"],
+        ["a.py:4:28:", "IL001"],
+    ]
 
 
 def test_the_cache_does_not_answer_for_a_file_add_noqa_changed(

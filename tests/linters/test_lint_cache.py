@@ -79,3 +79,25 @@ def test_the_cache_index_is_keyed_by_the_python_version(
     assert ResultCache(tmp_path, "settings").path == running
     monkeypatch.setattr(sys, "version_info", (3, 99, 0, "final", 0))
     assert ResultCache(tmp_path, "settings").path != running
+
+
+def test_il001_findings_are_cached_under_the_enabled_codes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.py").write_text("x = 1  # noqa: IL201\n", encoding="utf-8")
+    plain = LintConfig(root=tmp_path)
+    audited = LintConfig(root=tmp_path, extend_select=("IL001",))
+    # IL201 ignored for the file: whether its directive is used is unknown, so IL001 is silent.
+    ignored = LintConfig(
+        root=tmp_path, extend_select=("IL001",), per_file_ignores=(("a.py", ("IL201",)),)
+    )
+    runs = [lint_paths(["a.py"], config=c) for c in (plain, audited, audited, plain, ignored)]
+    assert [([(f.row, f.code) for f in run.findings], run.cached) for run in runs] == [
+        ([], 0),
+        ([(1, "IL001")], 0),
+        ([(1, "IL001")], 1),
+        ([], 1),
+        ([], 0),
+    ]
+    assert runs[2].findings == runs[1].findings

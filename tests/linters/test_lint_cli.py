@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -150,6 +151,7 @@ def test_exclude_from_config_and_force_exclude(
 
 
 OPT_IN_SOURCES = {
+    "IL001": "x = 1  # noqa: IL999\n",
     "IL102": (
         "import threading\n_lock = threading.Lock()\n_c = None\ndef get():\n    global _c\n"
         "    if _c is None:\n        with _lock:\n            _c = object()\n    return _c\n"
@@ -170,6 +172,7 @@ OPT_IN_SOURCES = {
         pytest.param("", ["--select", "IL1"], False, id="select-IL1"),
         pytest.param("", ["--select", "ALL"], False, id="select-ALL"),
         pytest.param("", ["--select", "IL10"], False, id="select-IL10"),
+        pytest.param("", ["--select", "IL0"], False, id="select-IL0"),
         pytest.param("", ["--extend-select", "{code}"], True, id="extend-select"),
         pytest.param("", ["--select", "{code}"], True, id="select"),
         pytest.param('extend-select = ["{code}"]', [], True, id="config-extend-select"),
@@ -190,6 +193,24 @@ def test_an_opt_in_rule_runs_only_when_named_in_full(
     assert lint_main(["--no-cache", "--format", "json", *flags]) == (1 if found else 0)
     codes = [item["code"] for item in json.loads(capsys.readouterr().out)]
     assert codes == ([code] if found else [])
+
+
+def test_help_covers_every_rule_and_names_every_opt_in_rule(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert lint_main(["--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    ranges = [(low, high) for low, high in re.findall(r"(IL\d{3})-(IL\d{3})", out)]
+    named = set(re.findall(r"IL\d{3}", out))
+    outside = [
+        rule.code
+        for rule in all_rules()
+        if rule.code not in named and not any(low <= rule.code <= high for low, high in ranges)
+    ]
+    assert outside == []
+    opt_in = [rule.code for rule in all_rules() if rule.opt_in]
+    assert f"the opt-in rules, {', '.join(opt_in[:-1])} and {opt_in[-1]}, only" in out
+    assert "the opt-in IL001 reports unused '# noqa' directives" in out
 
 
 def test_explain_prints_every_documentation_section(capsys: pytest.CaptureFixture[str]) -> None:

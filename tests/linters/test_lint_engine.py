@@ -9,6 +9,8 @@ import pytest
 
 from interlace.linters import FileError, LintContext, Related, Rule, lint_source
 from interlace.linters._engine import active_rules
+from interlace.linters.messages import MESSAGES
+from interlace.linters.rules.noqa import FlagUnusedNoqa
 from interlace.linters.rules.primitives import AvoidAsyncioPrimitiveInInit
 
 MODULE_LOCK = "import asyncio\nLOCK = asyncio.Lock(){comment}\n"
@@ -116,6 +118,15 @@ def test_a_crashing_rule_becomes_an_internal_error_and_other_rules_still_report(
     assert result.errors[0].message.startswith(
         "internal error in rule IL902: ZeroDivisionError: boom."
     )
+
+
+def test_il001_leaves_alone_the_codes_of_a_rule_that_crashed_on_the_file() -> None:
+    source = "async def f():\n    await g()  # noqa: IL901, IL902\n    x = 1  # noqa: IL901\n"
+    result = lint_source(source, [FlagUnusedNoqa, FlagEveryAwait, RaiseOnName], filename="x.py")
+    assert [(f.row, f.code, f.message) for f in result.findings] == [
+        (3, "IL001", MESSAGES["IL001"].format(codes="IL901", verb="suppresses"))
+    ]
+    assert [e.kind for e in result.errors] == ["internal"]
 
 
 def test_bytes_source_with_coding_cookie_is_decoded() -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from interlace.linters import lint_source
+from interlace.linters.cli import lint_main
 from interlace.linters.flake8_plugin import Flake8Plugin
 from interlace.linters.rules import all_rules
 
@@ -81,6 +82,25 @@ def test_flake8_runs_an_opt_in_rule_only_when_named_in_full(
         )
         codes.append([line.split()[1] for line in proc.stdout.splitlines()])
     assert codes == [[], [code]]
+
+
+def test_flake8_leaves_unused_directives_to_interlace_lint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("flake8")
+    (tmp_path / "c.py").write_text("x = 1  # noqa: IL999\n", encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, "-m", "flake8", "--isolated", "--select", "IL,IL001", "c.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (proc.returncode, proc.stdout) == (0, "")
+    monkeypatch.chdir(tmp_path)
+    assert lint_main(["--no-cache", "--format", "concise", "--select", "IL001", "c.py"]) == 1
+    assert capsys.readouterr().out.startswith("c.py:1:8: IL001 unused `noqa` directive: IL999")
 
 
 def test_the_documented_flake8_commands_report_a_file_that_does_not_parse(tmp_path: Path) -> None:

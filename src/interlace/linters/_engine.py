@@ -8,6 +8,11 @@ and column positions are computed only for files that produced a report, and onl
 statements that hold reported nodes (``_positions``; ``PositionProvider`` over the whole module
 regenerates all of its code, about twice the cost of the parse).
 
+IL001 (unused ``# noqa`` directives) is no visitor: it needs every rule's findings before
+suppression, so it runs after them, over the file's directives (``_unused_noqa``). It looks only
+at a file whose text contains ``noqa``, so a file without costs what it cost without IL001, and
+a file with directives that no other rule needs is read with the tokenizer, not parsed.
+
 Invariant: :func:`lint_source` never raises for any input; a file that cannot be parsed and a rule
 that raises both become :class:`FileError` entries of the result.
 """
@@ -15,16 +20,18 @@ that raises both become :class:`FileError` entries of the result.
 from __future__ import annotations
 
 import ast
+import io
 import itertools
 import re
+import tokenize
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
-from interlace.linters._noqa import Suppressions
+from interlace.linters._noqa import UNUSED_NOQA, Suppressions
 from interlace.linters._positions import node_positions
 from interlace.linters._rule import LintContext, Report, Rule
 from interlace.linters._sharing import keep_declared, triggers
@@ -227,7 +234,9 @@ def _run_rules(
     rule_types: Sequence[type[Rule]],
     context: LintContext,
     filename: str,
-) -> tuple[list[Report], list[FileError], MetadataWrapper | None]:
+) -> tuple[list[Report], list[FileError], set[str], MetadataWrapper | None]:
+    """Run the rules over ``module``: their reports, the errors, the codes of the rules that
+    raised (their findings for the file are unknown) and the metadata wrapper, if any."""
     needs_metadata = any(r.METADATA_DEPENDENCIES for r in rule_types)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True) if needs_metadata else None
     rules = [r(context) for r in rule_types]
@@ -236,24 +245,26 @@ def _run_rules(
     except RecursionError:
         # Valid code nested deeper than a recursive traversal can follow (thousands of levels);
         # a limit of the linter, not a rule's bug, and every rule would hit it again.
-        return [], [_too_deep(filename)], wrapper
+        return [], [_too_deep(filename)], {r.code for r in rule_types}, wrapper
     except Exception:  # isolate the faulty rule below: never crash
         pass
     else:
-        return [rep for rule in rules for rep in rule.reports], [], wrapper
+        return [rep for rule in rules for rep in rule.reports], [], set(), wrapper
     # Slow path, only after a rule raised: run each rule alone so one faulty rule costs only
     # its own findings for this file.
     reports: list[Report] = []
     errors: list[FileError] = []
+    failed: set[str] = set()
     for rule_type in rule_types:
         rule = rule_type(context)
         try:
             _visit(module, [rule], wrapper)
         except Exception as exc:  # reported as that rule's internal error
             errors.append(_internal(filename, f"rule {rule_type.code}", exc))
+            failed.add(rule_type.code)
         else:
             reports.extend(rule.reports)
-    return reports, errors, wrapper
+    return reports, errors, failed, wrapper
 
 
 def _span(
@@ -266,6 +277,122 @@ def _span(
         code_range.end.line,
         code_range.end.column + 1,
     )
+
+
+_FLAKE8_INTERNAL = "IL000"
+"""The flake8 plugin's code for a rule that raised (``flake8_plugin``): no rule of ours, and
+whether a directive for it is used only a flake8 run knows."""
+
+
+def _unused_noqa(
+    rule: type[Rule],
+    suppressions: Suppressions,
+    lines: Sequence[str],
+    reported: Mapping[int, Collection[str]],
+    ran: Collection[str],
+    failed: Collection[str],
+    filename: str,
+) -> list[Finding]:
+    """IL001: the directives whose ``IL`` codes suppressed nothing on their line.
+
+    Args:
+        rule: the IL001 class (its message template).
+        suppressions: the file's directives.
+        lines: the file's lines as the engine splits them (``LINE_BREAK``).
+        reported: each row's codes of findings before suppression.
+        ran: the codes of the rules enabled for the file; the use of any other rule's code is
+            unknown (it may be used in another configuration), so it is never reported.
+        failed: the codes of the rules that raised on the file, whose findings are unknown.
+        filename: the name used in the findings.
+
+    A directive that lists IL001 (or ``IL0``, ``IL00``) is never reported: the finding is on
+    the directive's own line, so that directive suppresses it as it suppresses any code, which
+    is how a directive that lists IL001 is kept on purpose. So IL001 never reports itself.
+    """
+    from interlace.linters.rules import all_rules
+
+    known = {r.code for r in all_rules()} | set(ran)
+    enabled = set(ran) - set(failed)
+    findings = []
+    for row, (column, directive) in sorted(suppressions.directives().items()):
+        if directive.error is not None or not directive.codes:
+            continue  # an invalid directive suppresses nothing already; a bare one is anyone's
+        if directive.suppresses(UNUSED_NOQA):
+            continue
+        used = reported.get(row, ())
+        unused = set()
+        for code in directive.codes:
+            if not code.startswith("IL") or code == _FLAKE8_INTERNAL:
+                continue  # another tool's code: only that tool knows whether it is used
+            if any(c.startswith(code) for c in used):
+                continue
+            covered = [k for k in known if k.startswith(code)]
+            if not covered:
+                unused.add(f"{code} (unknown code)")
+            elif all(k in enabled for k in covered):
+                unused.add(code)
+        if not unused:
+            continue
+        message = rule.message.format(
+            codes=", ".join(sorted(unused)), verb="suppresses" if len(unused) == 1 else "suppress"
+        )
+        width = directive.end - directive.start
+        line = lines[row - 1] if 0 < row <= len(lines) else ""
+        findings.append(
+            Finding(
+                UNUSED_NOQA, message, filename, row, column + 1, row, column + width + 1, (), line
+            )
+        )
+    return findings
+
+
+def _audit_rule(rules: Sequence[type[Rule]]) -> type[Rule] | None:
+    """The IL001 class among ``rules``: it runs after the others, never as a visitor."""
+    return next((rule for rule in rules if rule.code == UNUSED_NOQA), None)
+
+
+def _findings(
+    reports: Sequence[Report],
+    positions: Mapping[cst.CSTNode, CodeRange],
+    lines: Sequence[str],
+    suppressions: Suppressions,
+    filename: str,
+) -> tuple[list[Finding], dict[int, list[str]]]:
+    """The reports as findings, those a directive suppresses left out, and each row's codes
+    before suppression (what IL001 needs to know a directive was used)."""
+    findings: list[Finding] = []
+    reported: dict[int, list[str]] = {}
+    for rep in reports:
+        row, col, end_row, end_col = _span(positions, rep.node)
+        reported.setdefault(row, []).append(rep.code)
+        if suppressions.suppresses(rep.code, row):
+            continue
+        line = lines[row - 1] if 0 < row <= len(lines) else ""
+        related = tuple(
+            RelatedLocation(*_span(positions, rel.node), rel.message) for rel in rep.related
+        )
+        findings.append(
+            Finding(rep.code, rep.message, filename, row, col, end_row, end_col, related, line)
+        )
+    return findings, reported
+
+
+def _unparsed_audit(
+    data: bytes, rule: type[Rule], rules: Sequence[type[Rule]], filename: str, lines: int
+) -> FileResult:
+    """IL001 over a file no other rule needs, which the pre-filter keeps from libcst: its
+    directives come from the tokenizer (an eighth of a parse), and none suppressed anything."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        text_lines = LINE_BREAK.split(data.decode(encoding, errors="replace"))
+        suppressions = Suppressions(None, text_lines)
+        ran = {r.code for r in rules}
+        findings = _unused_noqa(rule, suppressions, text_lines, {}, ran, (), filename)
+    except RecursionError:
+        return FileResult(filename, errors=(_too_deep(filename),), lines=lines)
+    except Exception as exc:  # e.g. the libcst fallback on code the tokenizer rejects
+        return FileResult(filename, errors=(_internal(filename, "the engine", exc),), lines=lines)
+    return FileResult(filename, tuple(findings), lines=lines)
 
 
 def lint_source(
@@ -290,13 +417,20 @@ def lint_source(
         context = LintContext(path=filename)
     data = source.encode("utf-8") if isinstance(source, str) else source
     lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
-    picked = active_rules(data, rules, triggers(context.shared_classes))
+    audit = _audit_rule(rules)
+    visiting = [rule for rule in rules if rule is not audit]
+    picked = active_rules(data, visiting, triggers(context.shared_classes))
+    # IL001 runs after the others, and only on a file that mentions `noqa`: a file without the
+    # text has no directive, and costs what it cost without IL001.
+    audited = audit is not None and bool(active_rules(data, [audit]))
     if not picked:
         error = _quick_syntax_check(data, filename)
         if error is not None and error.kind == "syntax" and _libcst_accepts(data):
             # Newer syntax than the running interpreter's (``type X = ...`` on 3.11): a file
             # that rules do parse is judged by libcst's grammar, so this one is too.
             error = None
+        if error is None and audit is not None and audited:
+            return _unparsed_audit(data, audit, rules, filename, lines)
         return FileResult(filename, errors=(error,) if error else (), lines=lines)
     if _suspiciously_deep(data):
         # libcst's native parser overflows its stack (a segfault, not an exception) on nesting
@@ -320,7 +454,7 @@ def lint_source(
     except Exception as exc:  # e.g. RecursionError on absurdly nested code
         return FileResult(filename, errors=(_internal(filename, "the parser", exc),), lines=lines)
     try:
-        reports, errors, wrapper = _run_rules(module, picked, context, filename)
+        reports, errors, failed, wrapper = _run_rules(module, picked, context, filename)
         if context.sharing == "declared" and reports:
             reports = keep_declared(
                 module,
@@ -329,26 +463,21 @@ def lint_source(
                 tasks=context.task_shared_classes,
                 threads=context.shared_classes,
             )
-        if not reports:
+        if not reports and (not audited or any(e.kind == "limit" for e in errors)):
             return FileResult(filename, errors=tuple(errors), lines=lines, parsed=True)
-        if wrapper is not None:
-            positions: Mapping[cst.CSTNode, CodeRange] = wrapper.resolve(PositionProvider)
-        else:
+        positions: Mapping[cst.CSTNode, CodeRange] = {}
+        if reports and wrapper is not None:
+            positions = wrapper.resolve(PositionProvider)
+        elif reports:
             wanted = [n for rep in reports for n in (rep.node, *(r.node for r in rep.related))]
             positions = node_positions(module, data, wanted)
         text_lines = LINE_BREAK.split(data.decode(module.encoding, errors="replace"))
         suppressions = Suppressions(module, text_lines)
-        findings: list[Finding] = []
-        for rep in reports:
-            row, col, end_row, end_col = _span(positions, rep.node)
-            line = text_lines[row - 1] if 0 < row <= len(text_lines) else ""
-            if suppressions.suppresses(rep.code, row):
-                continue
-            related = tuple(
-                RelatedLocation(*_span(positions, rel.node), rel.message) for rel in rep.related
-            )
-            findings.append(
-                Finding(rep.code, rep.message, filename, row, col, end_row, end_col, related, line)
+        findings, reported = _findings(reports, positions, text_lines, suppressions, filename)
+        if audit is not None and audited:
+            ran = {rule.code for rule in rules}
+            findings.extend(
+                _unused_noqa(audit, suppressions, text_lines, reported, ran, failed, filename)
             )
     except RecursionError:
         return FileResult(filename, errors=(_too_deep(filename),), lines=lines, parsed=True)

@@ -16,6 +16,10 @@ for one line are merged into one directive, sorted; a line that already has ``# 
 gets the new codes merged into that directive, any others it lists kept. Otherwise
 ``  # noqa: CODES`` is appended, as ruff does.
 
+``--add-noqa`` never adds ``IL001`` (an unused directive): that would keep a directive that
+hides nothing, so a line with an IL001 finding is reported as left unsuppressed instead, with
+what to do (remove the unused codes, or add ``IL001`` by hand to keep the directive).
+
 Invariant: a file is rewritten only if its bytes decode and re-encode to themselves, and only the
 ends of the lines that get a directive change; it is replaced atomically (a temporary file in the
 same directory, then ``os.replace``) with its mode kept. A line where a comment cannot go (it
@@ -44,6 +48,7 @@ if TYPE_CHECKING:
     from interlace.linters._engine import Finding
 
 __all__ = (
+    "UNUSED_NOQA",
     "NoqaDirective",
     "NoqaResult",
     "Suppressions",
@@ -51,6 +56,10 @@ __all__ = (
     "add_noqa",
     "parse_noqa",
 )
+
+UNUSED_NOQA = "IL001"
+"""The code of the rule that reports unused directives (``rules.noqa``), which the engine runs
+after the other rules and ``--add-noqa`` never adds."""
 
 _DIRECTIVE = re.compile(r"#\s*[nN][oO][qQ][aA]")
 _CODE = re.compile(r"[A-Z]+(?P<digits>[0-9]*)")
@@ -179,62 +188,73 @@ class _LineFacts(cst.CSTVisitor):
         return True
 
 
-def _comments(module: cst.Module, lines: Sequence[str]) -> dict[int, str]:
-    """The comment that ends each row having one, from ``#`` to the end of the line.
+def _comments(module: cst.Module | None, lines: Sequence[str]) -> dict[int, tuple[int, str]]:
+    """The comment that ends each row having one: its column and its text, from ``#`` to the
+    end of the line.
 
     Python's tokenizer is the reference and costs an eighth of a libcst parse; libcst's own
     comments (positions for the whole tree, a parse's cost again) are the fallback for code
-    libcst parsed that the running interpreter's tokenizer rejects (newer syntax).
+    libcst parsed that the running interpreter's tokenizer rejects (newer syntax). Without a
+    ``module`` (a file the pre-filter kept from libcst) the fallback parses ``lines``.
     """
     # Rows as the engine counts them (``LINE_BREAK``), each fed with a plain "\n" ending; a
     # BOM is text to the tokenizer of a decoded string (3.12+ rejects it) and ends no comment.
     feed = [line + "\n" for line in lines]
-    if feed:
+    bom = bool(feed) and feed[0].startswith("\ufeff")
+    if bom:
         feed[0] = feed[0].removeprefix("\ufeff")
     try:
         return {
-            token.start[0]: token.string
+            token.start[0]: (token.start[1] + int(bom and token.start[0] == 1), token.string)
             for token in tokenize.generate_tokens(iter(feed).__next__)
             if token.type == tokenize.COMMENT
         }
     except (tokenize.TokenError, SyntaxError):
+        if module is None:
+            module = cst.parse_module("\n".join(lines))
         facts = _LineFacts()
         MetadataWrapper(module, unsafe_skip_copy=True).visit(facts)
         return {
-            row: lines[row - 1][column:]
+            row: (column, lines[row - 1][column:])
             for row, column in facts.comments.items()
             if 0 < row <= len(lines)
         }
 
 
 class Suppressions:
-    """Which findings the ``# noqa`` comments of one parsed module suppress.
+    """Which findings the ``# noqa`` comments of one module suppress.
 
     A finding is suppressed by the directive in the comment that ends the row it starts on (the
     first line of the reported code, as in ruff); ``# noqa`` inside a string is not a comment.
 
     Invariant: the module's comments are read at most once, and only when a finding's row
-    contains the text ``noqa``: most modules with findings have none.
+    contains the text ``noqa`` (most modules with findings have none) or :meth:`directives`
+    is asked for (IL001).
     """
 
-    def __init__(self, module: cst.Module, lines: Sequence[str]) -> None:
-        """``lines`` are the module's lines as the engine splits them (``LINE_BREAK``)."""
+    def __init__(self, module: cst.Module | None, lines: Sequence[str]) -> None:
+        """``lines`` are the module's lines as the engine splits them (``LINE_BREAK``);
+        ``module`` is ``None`` for a file libcst did not parse (read with the tokenizer)."""
         self._module = module
         self._lines = lines
-        self._directives: dict[int, NoqaDirective] | None = None
+        self._directives: dict[int, tuple[int, NoqaDirective]] | None = None
+
+    def directives(self) -> dict[int, tuple[int, NoqaDirective]]:
+        """Every row's directive, valid or not, with the column (0-based) of its ``#``."""
+        if self._directives is None:
+            self._directives = {}
+            for row, (column, comment) in _comments(self._module, self._lines).items():
+                directive = parse_noqa(comment)
+                if directive is not None:
+                    self._directives[row] = (column + directive.start, directive)
+        return self._directives
 
     def suppresses(self, code: str, row: int) -> bool:
         """Whether the directive on row ``row`` (1-based) suppresses ``code``."""
         if not 0 < row <= len(self._lines) or "noqa" not in self._lines[row - 1].lower():
             return False
-        if self._directives is None:
-            self._directives = {}
-            for at, comment in _comments(self._module, self._lines).items():
-                directive = parse_noqa(comment)
-                if directive is not None:
-                    self._directives[at] = directive
-        directive = self._directives.get(row)
-        return directive is not None and directive.suppresses(code)
+        found = self.directives().get(row)
+        return found is not None and found[1].suppresses(code)
 
 
 def _why_not(row: int, line: str, facts: _LineFacts) -> str | None:
@@ -344,8 +364,18 @@ def _add_to_file(path: str, findings: Sequence[Finding]) -> NoqaResult:
     return result
 
 
+_KEEP_UNUSED = (
+    "the directive on this line suppresses nothing (IL001), and --add-noqa never adds IL001 "
+    "to keep such a directive: remove the unused codes the finding names (the whole directive "
+    "when none is left), or write IL001 into it by hand to keep it on purpose"
+)
+
+
 def add_noqa(findings: Iterable[Finding]) -> NoqaResult:
     """Add ``# noqa: CODE`` directives that suppress ``findings`` to their files.
+
+    An IL001 finding (an unused directive) is never suppressed this way: adding ``IL001`` would
+    keep a directive that hides nothing, so such a line is reported as left unsuppressed.
 
     Args:
         findings: the findings of a lint run, with filenames relative to the working directory
@@ -356,12 +386,20 @@ def add_noqa(findings: Iterable[Finding]) -> NoqaResult:
         unsuppressed, each with the reason.
     """
     by_file: dict[str, list[Finding]] = {}
+    unused: dict[str, list[UnsuppressedLine]] = {}
     for finding in findings:
         # The real path: a symlink stays a symlink, and one file named twice is edited once.
-        by_file.setdefault(os.path.realpath(finding.filename), []).append(finding)
+        path = os.path.realpath(finding.filename)
+        if finding.code == UNUSED_NOQA:
+            line = UnsuppressedLine(finding.filename, finding.row, (finding.code,), 1, _KEEP_UNUSED)
+            unused.setdefault(path, []).append(line)
+            by_file.setdefault(path, [])
+        else:
+            by_file.setdefault(path, []).append(finding)
     result = NoqaResult()
     for path, group in by_file.items():
-        done = _add_to_file(path, group)
+        done = _add_to_file(path, group) if group else NoqaResult()
         result.added += done.added
-        result.unsuppressed.extend(done.unsuppressed)
+        left = [*done.unsuppressed, *unused.get(path, ())]
+        result.unsuppressed.extend(sorted(left, key=lambda line: line.row))
     return result

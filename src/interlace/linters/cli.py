@@ -29,7 +29,8 @@ EXIT_FINDINGS = 1
 EXIT_ERROR = 2
 
 _DESCRIPTION = (
-    "Flag concurrency bug patterns in asyncio and threaded Python (rules IL101-IL303). "
+    "Flag concurrency bug patterns in asyncio and threaded Python (rules IL101-IL303; the "
+    "opt-in IL001 reports unused '# noqa' directives). "
     "Each file takes its settings from [tool.interlace.lint] in the closest pyproject.toml "
     "above it; flags win."
 )
@@ -72,7 +73,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="CODES",
         help=(
             "comma-separated code prefixes to enable, replacing the configured selection "
-            "(repeatable; the opt-in rules, IL102 and IL104, only by their full code)"
+            "(repeatable; the opt-in rules, IL001, IL102 and IL104, only by their full code)"
         ),
     )
     parser.add_argument(
@@ -125,7 +126,10 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--add-noqa",
         action="store_true",
-        help="append '# noqa: CODE' to each line with a finding, so only new code is reported",
+        help=(
+            "append '# noqa: CODE' to each line with a finding, so only new code is reported "
+            "(never IL001: an unused directive is left for you to remove)"
+        ),
     )
     parser.add_argument(
         "--target-version",

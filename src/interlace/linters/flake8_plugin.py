@@ -5,7 +5,8 @@ Registered as the ``flake8.extension`` entry point ``IL``. flake8 applies its ow
 flake8 reports it as its own E999, which ``--select IL`` alone does not select, hence the
 documented ``--select IL,E999`` (or ``--extend-select IL``, added to flake8's defaults).
 An opt-in rule (IL102, IL104) runs only when ``--select`` or ``--extend-select`` names its
-full code, as with ``interlace lint``.
+full code, as with ``interlace lint``. IL001 (unused ``# noqa`` directives) never runs here:
+flake8 reads and applies the directives itself, so only it knows which ones it used.
 A rule that crashes is reported as ``IL000`` on line 1 instead of aborting flake8.
 """
 
@@ -25,6 +26,7 @@ from interlace.linters._config import (
     parse_target_version,
 )
 from interlace.linters._engine import lint_source
+from interlace.linters._noqa import UNUSED_NOQA
 from interlace.linters._rule import LintContext, Rule
 from interlace.linters._sharing import SHARING, check_class_patterns
 from interlace.linters.rules import all_rules
@@ -43,6 +45,7 @@ class Flake8Plugin:
     sharing: ClassVar[str] = "inferred"
     instance_primitives: ClassVar[str] = "evidence"
     rules: ClassVar[tuple[type[Rule], ...]] = tuple(r for r in all_rules() if not r.opt_in)
+    """The default rules; :meth:`parse_options` adds the opt-in ones named in full."""
 
     def __init__(self, tree: ast.AST, filename: str, lines: Sequence[str]) -> None:
         self.filename = filename
@@ -122,7 +125,9 @@ class Flake8Plugin:
             for codes in (getattr(options, "select", None), getattr(options, "extend_select", None))
             for code in codes or ()
         }
-        cls.rules = tuple(r for r in all_rules() if not r.opt_in or r.code in named)
+        cls.rules = tuple(
+            r for r in all_rules() if (not r.opt_in or r.code in named) and r.code != UNUSED_NOQA
+        )
 
     def run(self) -> Iterator[tuple[int, int, str, type[Flake8Plugin]]]:
         """Lint the file and yield flake8 results (columns are 0-based in flake8)."""

@@ -156,7 +156,7 @@ class Subscription:
 
     def _wake_one_locked(self) -> None:
         while self._waiters:
-            waiter = self._waiters.popleft()  # noqa: IL102 - callers hold self._lock
+            waiter = self._waiters.popleft()  # callers hold self._lock
             if not waiter.done():
                 _wake(waiter)
                 return
