@@ -172,7 +172,6 @@ OPT_IN_SOURCES = {
         pytest.param("", ["--select", "IL1"], False, id="select-IL1"),
         pytest.param("", ["--select", "ALL"], False, id="select-ALL"),
         pytest.param("", ["--select", "IL10"], False, id="select-IL10"),
-        pytest.param("", ["--select", "IL0"], False, id="select-IL0"),
         pytest.param("", ["--extend-select", "{code}"], True, id="extend-select"),
         pytest.param("", ["--select", "{code}"], True, id="select"),
         pytest.param('extend-select = ["{code}"]', [], True, id="config-extend-select"),
@@ -452,9 +451,19 @@ def test_a_run_that_finds_no_python_file_warns_like_ruff(
             "rule selector 'il201' in --per-file-ignores from the command line is not upper "
             "case: rule codes are matched exactly, as in ruff; write 'IL201'",
         ),
+        (
+            ["--select", "IL0"],
+            "rule selector 'IL0' in --select from the command line enables no rule: it reaches "
+            "only IL001, which is opt-in, enabled only by its full code; write 'IL001'",
+        ),
+        (
+            ["--extend-select", "IL00"],
+            "rule selector 'IL00' in --extend-select from the command line enables no rule: it "
+            "reaches only IL001, which is opt-in, enabled only by its full code; write 'IL001'",
+        ),
     ],
 )
-def test_a_selector_flag_that_is_not_upper_case_exits_2_naming_the_code_to_write(
+def test_a_selector_flag_that_selects_nothing_as_written_exits_2_naming_the_code_to_write(
     project: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
 ) -> None:
     put(project, "a.py", PRIMITIVE)

@@ -219,6 +219,12 @@ def test_find_config_walks_up_to_the_first_pyproject_with_the_table(tmp_path: Pa
             "is not upper case: rule codes are matched exactly, as in ruff; write 'IL2'",
         ),
         (
+            'extend-select = ["IL0"]',
+            "rule selector 'IL0' in extend-select in {path} [tool.interlace.lint] enables no "
+            "rule: it reaches only IL001, which is opt-in, enabled only by its full code; write "
+            "'IL001'",
+        ),
+        (
             'select = ["e501"]',
             "unknown rule selector 'e501' in select in {path} [tool.interlace.lint]: expected a "
             "prefix of one of {codes} (for example 'IL', 'IL1' or 'IL201')",

@@ -209,15 +209,18 @@ def check_selectors(values: Iterable[str], *, key: str, where: str) -> tuple[str
     An empty selector is refused like any unknown one, as in ruff: it selects no rule, so
     ``--select IL2,`` or ``--select ""`` would otherwise quietly mean something else. So is a
     selector that is not upper case (``il101``, ``all``), as in ruff and in ``# noqa``
-    comments, naming the code to write.
+    comments, naming the code to write. A ``select`` or ``extend-select`` prefix that reaches
+    only opt-in rules (``IL0``: only IL001) is refused too: it would enable nothing, and the
+    run would report a clean result for rules that never ran.
 
     Raises:
-        ConfigError: a prefix is empty, malformed, not upper case or matches no registered
-            rule.
+        ConfigError: a prefix is empty, malformed, not upper case, matches no registered
+            rule, or (to select) reaches only opt-in rules.
     """
     from interlace.linters.rules import all_rules
 
     codes = [rule.code for rule in all_rules()]
+    opt_in = opt_in_codes()
     out = []
     for raw in values:
         selector = raw.strip()
@@ -244,6 +247,16 @@ def check_selectors(values: Iterable[str], *, key: str, where: str) -> tuple[str
                 f"unknown rule selector {raw!r} in {key} {where}{hint}: expected a prefix of "
                 f"one of {', '.join(codes)} (for example 'IL', 'IL1' or 'IL201')"
             )
+        if key.lstrip("-") in ("select", "extend-select") and selector not in codes:
+            reached = [code for code in codes if code.startswith(selector)]
+            if reached and all(code in opt_in for code in reached):
+                one = len(reached) == 1
+                raise ConfigError(
+                    f"rule selector {raw!r} in {key} {where} enables no rule: it reaches only "
+                    f"{', '.join(reached)}, which {'is' if one else 'are'} opt-in, enabled only "
+                    f"by {'its full code' if one else 'their full codes'}; write "
+                    + (repr(reached[0]) if one else f"one of them, e.g. {reached[0]!r}")
+                )
         out.append(selector)
     return tuple(out)
 
