@@ -10,6 +10,7 @@ from pathlib import Path
 
 import libcst as cst
 import pytest
+from lint_project import put
 
 from interlace.linters import Finding
 from interlace.linters._engine import LINE_BREAK
@@ -40,12 +41,6 @@ BUS = (
     '        if self._state == "idle":\n'
     "            for cb in self._subs: self._state = await cb(event)\n"
 )
-
-
-def put(root: Path, name: str, text: str) -> Path:
-    path = root / name
-    path.write_bytes(text.encode("utf-8"))
-    return path
 
 
 def test_add_noqa_suppresses_every_finding_and_a_rerun_reports_nothing(

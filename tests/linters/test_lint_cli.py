@@ -7,17 +7,12 @@ import re
 from pathlib import Path
 
 import pytest
+from lint_project import put
 
 from interlace.linters.cli import lint_main
 from interlace.linters.rules import all_rules
 
 PRIMITIVE = "import asyncio\nLOCK = asyncio.Lock()\n"
-
-
-def put(root: Path, name: str, text: str) -> None:
-    path = root / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
 
 
 def test_clean_tree_exits_0_with_summary_on_stderr(

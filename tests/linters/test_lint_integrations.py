@@ -31,10 +31,13 @@ def test_plugin_yields_the_engine_findings_with_zero_based_columns() -> None:
     assert text.startswith("IL201 `asyncio.Lock` is created at module level")
 
 
-def flake8(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    (tmp_path / "a.py").write_text(SOURCE, encoding="utf-8")
+def flake8(
+    tmp_path: Path, *args: str, source: str = SOURCE, select: str = "IL"
+) -> subprocess.CompletedProcess[str]:
+    """Run flake8 with the plugin over ``source`` written to ``a.py`` in ``tmp_path``."""
+    (tmp_path / "a.py").write_text(source, encoding="utf-8")
     return subprocess.run(
-        [sys.executable, "-m", "flake8", "--isolated", "--select", "IL", *args, "a.py"],
+        [sys.executable, "-m", "flake8", "--isolated", "--select", select, *args, "a.py"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -88,19 +91,11 @@ def test_flake8_leaves_unused_directives_to_interlace_lint(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     pytest.importorskip("flake8")
-    (tmp_path / "c.py").write_text("x = 1  # noqa: IL999\n", encoding="utf-8")
-    proc = subprocess.run(
-        [sys.executable, "-m", "flake8", "--isolated", "--select", "IL,IL001", "c.py"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    proc = flake8(tmp_path, source="x = 1  # noqa: IL999\n", select="IL,IL001")
     assert (proc.returncode, proc.stdout) == (0, "")
     monkeypatch.chdir(tmp_path)
-    assert lint_main(["--no-cache", "--format", "concise", "--select", "IL001", "c.py"]) == 1
-    assert capsys.readouterr().out.startswith("c.py:1:8: IL001 unused `noqa` directive: IL999")
+    assert lint_main(["--no-cache", "--format", "concise", "--select", "IL001", "a.py"]) == 1
+    assert capsys.readouterr().out.startswith("a.py:1:8: IL001 unused `noqa` directive: IL999")
 
 
 def test_the_documented_flake8_commands_report_a_file_that_does_not_parse(tmp_path: Path) -> None:
@@ -137,22 +132,11 @@ def test_flake8_bad_target_version_is_a_message_not_a_traceback(tmp_path: Path) 
 def test_flake8_instance_primitives_option_reaches_il201(tmp_path: Path) -> None:
     pytest.importorskip("flake8")
     source = "import asyncio\nclass C:\n    def __init__(self):\n        self.q = asyncio.Queue()\n"
-    (tmp_path / "b.py").write_text(source, encoding="utf-8")
-    command = [sys.executable, "-m", "flake8", "--isolated", "--select", "IL", "b.py"]
-    default = subprocess.run(
-        command, cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False
-    )
-    everything = subprocess.run(
-        [*command, "--interlace-instance-primitives", "all"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    default = flake8(tmp_path, source=source)
+    everything = flake8(tmp_path, "--interlace-instance-primitives", "all", source=source)
     assert (default.returncode, default.stdout) == (0, "")
     assert everything.returncode == 1
-    assert everything.stdout.startswith("b.py:4:18: IL201 `asyncio.Queue` is created in `__init__`")
+    assert everything.stdout.startswith("a.py:4:18: IL201 `asyncio.Queue` is created in `__init__`")
 
 
 def test_pre_commit_hook_runs_interlace_lint_with_force_exclude() -> None:
@@ -166,8 +150,6 @@ def test_flake8_declared_sharing_options(tmp_path: Path) -> None:
     pytest.importorskip("flake8")
     source = "class Agent:\n    async def step(self):\n        if self.n < 3:\n"
     source += "            await g()\n            self.n += 1\n"
-    (tmp_path / "d.py").write_text(source, encoding="utf-8")
-    command = [sys.executable, "-m", "flake8", "--isolated", "--select", "IL", "d.py"]
     runs = {}
     for name, extra in (
         ("inferred", []),
@@ -176,9 +158,7 @@ def test_flake8_declared_sharing_options(tmp_path: Path) -> None:
         ("none", ["--interlace-sharing", "declared"]),
         ("bad", ["--interlace-task-shared-classes", "pkg.Agent"]),
     ):
-        runs[name] = subprocess.run(
-            [*command, *extra], cwd=tmp_path, capture_output=True, text=True, timeout=120
-        )
+        runs[name] = flake8(tmp_path, *extra, source=source)
     assert [line.split()[1] for line in runs["inferred"].stdout.splitlines()] == ["IL101"]
     assert (runs["other"].returncode, runs["other"].stdout) == (0, "")
     assert runs["agent"].stdout == runs["inferred"].stdout

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import libcst as cst
 import pytest
+from lint_project import put
 
 from interlace.linters import Rule, lint_paths, lint_source
 from interlace.linters import _noqa as noqa_module
@@ -29,12 +30,6 @@ CHECK_THEN_ACT = (
     "            await self.load()\n"
     '            self.state = "running"{comment}\n'
 )
-
-
-def put(root: Path, name: str, text: str) -> Path:
-    path = root / name
-    path.write_bytes(text.encode("utf-8"))
-    return path
 
 
 def message(*codes: str) -> str:

@@ -1,0 +1,13 @@
+"""Helpers shared by the linter's command-line tests (fixtures are in ``conftest.py``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def put(root: Path, name: str, text: str) -> Path:
+    """Write ``text`` to ``root / name`` byte for byte (UTF-8), making its directories."""
+    path = root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(text.encode("utf-8"))
+    return path
