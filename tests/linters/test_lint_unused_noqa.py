@@ -13,6 +13,7 @@ from lint_project import put
 
 from interlace.linters import Rule, lint_paths, lint_source
 from interlace.linters import _noqa as noqa_module
+from interlace.linters._output import message_parts
 from interlace.linters.cli import lint_main
 from interlace.linters.messages import MESSAGES
 from interlace.linters.rules import all_rules
@@ -260,8 +261,9 @@ def test_only_a_file_with_noqa_text_has_its_comments_read(
     [
         pytest.param(
             "text",
-            f"a.py:1:8: IL001 {message('IL201')}\n  |\n1 | x = 1  # noqa: IL201  # why\n"
-            "  |        ^^^^^^^^^^^^^ IL001\n  |\n",
+            "IL001 [*] unused `noqa` directive: IL201 suppresses nothing on this line.\n"
+            " --> a.py:1:8\n  |\n1 | x = 1  # noqa: IL201  # why\n  |        ^^^^^^^^^^^^^\n"
+            "info: {1}\nhelp: {2}\n\n".format(*message_parts(message("IL201"))),
             id="text",
         ),
         pytest.param("concise", f"a.py:1:8: IL001 {message('IL201')}\n", id="concise"),
@@ -304,7 +306,7 @@ def test_json_and_sarif_name_il001_and_carry_its_documentation(
 def test_statistics_count_il001(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     put(project, "a.py", "x = 1  # noqa: IL201\ny = 2  # noqa: IL999\n")
     assert lint_main(["--no-cache", "--statistics", "--extend-select", "IL001"]) == 1
-    assert capsys.readouterr().out == "    2\tIL001\tunused-noqa\n"
+    assert capsys.readouterr().out == "    2\tIL001\t[*] unused-noqa\n"
 
 
 def test_explain_il001_prints_every_documentation_section(

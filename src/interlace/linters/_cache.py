@@ -21,10 +21,12 @@ import json
 import os
 import sys
 import tempfile
+from dataclasses import astuple
 from pathlib import Path
 from typing import Any
 
 from interlace.linters._engine import FileError, FileResult, Finding, RelatedLocation
+from interlace.linters._noqa import NoqaEdit
 
 __all__ = ("CACHE_DIR", "ResultCache", "content_key")
 
@@ -59,6 +61,8 @@ def _encode(result: FileResult) -> dict[str, Any]:
                 f.end_column,
                 [[r.row, r.column, r.end_row, r.end_column, r.message] for r in f.related],
                 f.source_line,
+                [[row, text] for row, text in f.context],
+                None if f.fix is None else list(astuple(f.fix)),
             ]
             for f in result.findings
         ],
@@ -77,9 +81,9 @@ def _is_span(values: list[Any]) -> bool:
 
 
 def _is_finding(row: object) -> bool:
-    if not (isinstance(row, list) and len(row) == 8):
+    if not (isinstance(row, list) and len(row) == 10):
         return False
-    code, message, *span, related, source_line = row
+    code, message, *span, related, source_line, context, fix = row
     return (
         isinstance(code, str)
         and isinstance(message, str)
@@ -93,6 +97,24 @@ def _is_finding(row: object) -> bool:
             for rel in related
         )
         and isinstance(source_line, str)
+        and isinstance(context, list)
+        and all(
+            isinstance(line, list)
+            and len(line) == 2
+            and _is_int(line[0])
+            and line[0] > 0
+            and isinstance(line[1], str)
+            for line in context
+        )
+        and (
+            fix is None
+            or (
+                isinstance(fix, list)
+                and len(fix) == 5
+                and _is_span(fix[:4])
+                and isinstance(fix[4], str)
+            )
+        )
     )
 
 
@@ -132,8 +154,12 @@ def _decode(entry: dict[str, Any], filename: str) -> FileResult:
             end_column,
             tuple(RelatedLocation(*rel) for rel in related),
             source_line,
+            tuple((line, text) for line, text in context),
+            None if fix is None else NoqaEdit(*fix),
         )
-        for code, message, row, column, end_row, end_column, related, source_line in entry["f"]
+        for code, message, row, column, end_row, end_column, related, source_line, context, fix in (
+            entry["f"]
+        )
     )
     errors = tuple(FileError(filename, *err) for err in entry["e"])
     return FileResult(filename, findings, errors, entry["n"], entry["p"], cached=True)

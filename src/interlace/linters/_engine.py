@@ -26,12 +26,12 @@ import re
 import tokenize
 import warnings
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
-from interlace.linters._noqa import UNUSED_NOQA, Suppressions
+from interlace.linters._noqa import UNUSED_NOQA, NoqaEdit, Suppressions, unused_noqa_edit
 from interlace.linters._positions import node_positions
 from interlace.linters._rule import LintContext, Report, Rule
 from interlace.linters._sharing import keep_declared, triggers
@@ -45,7 +45,15 @@ __all__ = (
     "RelatedLocation",
     "active_rules",
     "lint_source",
+    "span_rows",
 )
+
+CONTEXT_LINES = 2
+"""Lines shown before and after each location in the text output, as in ruff."""
+
+SPAN_LINES = 8
+"""The most lines of a reported span the text output shows; a longer one shows its first and
+last lines around a fold."""
 
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
 """What ends a physical line for Python's tokenizer and libcst, hence for a finding's row.
@@ -77,7 +85,10 @@ class Finding:
         filename: the path as displayed (relative to the working directory when below it).
         row, column, end_row, end_column: the reported node's span.
         related: secondary locations, each with its own message.
-        source_line: the text of line ``row`` (without its newline), for the text output.
+        source_line: the text of line ``row`` (without its newline).
+        context: the ``(row, text)`` lines the text output shows: those of the reported and
+            the related locations, each with ``CONTEXT_LINES`` lines around it.
+        fix: the edit that fixes the finding (``--fix``), or ``None``; only IL001's have one.
     """
 
     code: str
@@ -89,6 +100,8 @@ class Finding:
     end_column: int
     related: tuple[RelatedLocation, ...] = ()
     source_line: str = ""
+    context: tuple[tuple[int, str], ...] = ()
+    fix: NoqaEdit | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,8 +170,8 @@ def _quick_syntax_check(data: bytes, filename: str) -> FileError | None:
         except SyntaxError as exc:
             return FileError(
                 filename,
-                exc.lineno or 1,
-                exc.offset or 1,
+                max(exc.lineno or 1, 1),
+                max(exc.offset or 1, 1),  # an unknown coding cookie: line 0, offset -1
                 f"cannot parse: {exc.msg}",
                 "syntax",
             )
@@ -321,6 +334,7 @@ def _unused_noqa(
             continue
         used = reported.get(row, ())
         unused = set()
+        removed = set()  # the codes the fix removes
         for code in directive.codes:
             if not code.startswith("IL") or code == _FLAKE8_INTERNAL:
                 continue  # another tool's code: only that tool knows whether it is used
@@ -329,8 +343,10 @@ def _unused_noqa(
             covered = [k for k in known if k.startswith(code)]
             if not covered:
                 unused.add(f"{code} (unknown code)")
+                removed.add(code)
             elif all(k in enabled for k in covered):
                 unused.add(code)
+                removed.add(code)
         if not unused:
             continue
         message = rule.message.format(
@@ -338,9 +354,19 @@ def _unused_noqa(
         )
         width = directive.end - directive.start
         line = lines[row - 1] if 0 < row <= len(lines) else ""
+        fix = unused_noqa_edit(row, line, column, directive, removed)
         findings.append(
             Finding(
-                UNUSED_NOQA, message, filename, row, column + 1, row, column + width + 1, (), line
+                UNUSED_NOQA,
+                message,
+                filename,
+                row,
+                column + 1,
+                row,
+                column + width + 1,
+                (),
+                line,
+                fix=fix,
             )
         )
     return findings
@@ -377,6 +403,30 @@ def _findings(
     return findings, reported
 
 
+def span_rows(row: int, end_row: int) -> list[int]:
+    """The rows of a reported span the text output shows: all of them, or for a span of more
+    than ``SPAN_LINES`` lines its first three and last two."""
+    if end_row - row < SPAN_LINES:
+        return list(range(row, end_row + 1))
+    return [row, row + 1, row + 2, end_row - 1, end_row]
+
+
+def _in_context(findings: Iterable[Finding], lines: Sequence[str]) -> list[Finding]:
+    """``findings`` with the lines the text output shows around each of their locations (a
+    related location is shown on its first line only)."""
+    out = []
+    for f in findings:
+        rows: set[int] = set()
+        for first, last in ((f.row, f.end_row), *((rel.row, rel.row) for rel in f.related)):
+            shown = span_rows(first, max(first, last))
+            rows.update(shown)
+            rows.update(range(max(1, first - CONTEXT_LINES), first))
+            rows.update(range(shown[-1] + 1, shown[-1] + CONTEXT_LINES + 1))
+        context = tuple((row, lines[row - 1]) for row in sorted(rows) if row <= len(lines))
+        out.append(replace(f, context=context))
+    return out
+
+
 def _unparsed_audit(
     data: bytes, rule: type[Rule], rules: Sequence[type[Rule]], filename: str, lines: int
 ) -> FileResult:
@@ -388,6 +438,7 @@ def _unparsed_audit(
         suppressions = Suppressions(None, text_lines)
         ran = {r.code for r in rules}
         findings = _unused_noqa(rule, suppressions, text_lines, {}, ran, (), filename)
+        findings = _in_context(findings, text_lines)
     except RecursionError:
         return FileResult(filename, errors=(_too_deep(filename),), lines=lines)
     except Exception as exc:  # e.g. the libcst fallback on code the tokenizer rejects
@@ -479,6 +530,7 @@ def lint_source(
             findings.extend(
                 _unused_noqa(audit, suppressions, text_lines, reported, ran, failed, filename)
             )
+        findings = _in_context(findings, text_lines)
     except RecursionError:
         return FileResult(filename, errors=(_too_deep(filename),), lines=lines, parsed=True)
     except Exception as exc:  # positions or noqa on a pathological tree

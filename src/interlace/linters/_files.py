@@ -29,6 +29,7 @@ __all__ = (
     "Exclusion",
     "FileSet",
     "collect_files",
+    "excluded_file",
     "glob_error",
     "matches",
     "per_file_matcher",
@@ -247,6 +248,50 @@ class Exclusion:
         return cls(root.resolve(), pathspec.GitIgnoreSpec.from_lines(patterns))
 
 
+def _skipped(
+    path: Path,
+    base: Path | None,
+    exclusion: Exclusion,
+    gitignores: _GitIgnores | None,
+    *,
+    is_dir: bool,
+    itself: bool = False,
+) -> bool:
+    """Whether ``exclusion``, or with ``gitignores`` the ignore files relative to ``base``,
+    skip the resolved ``path`` (``itself``: see :func:`_matches_itself`)."""
+    try:
+        relative = path.relative_to(exclusion.root).as_posix()
+    except ValueError:
+        relative = path.name
+    test = _matches_itself if itself else matches
+    if relative != "." and test(exclusion.spec, relative, is_dir=is_dir):
+        return True
+    if gitignores is None or base is None:
+        return False
+    return gitignores.ignored(path, base, is_dir=is_dir, itself=itself)
+
+
+def excluded_file(
+    path: Path, exclusion: Exclusion, *, root: Path, respect_gitignore: bool = True
+) -> bool:
+    """Whether ``--force-exclude`` skips the file ``path`` when it is named: ``exclusion`` (its
+    own configuration's) or, with ``respect_gitignore``, git ignores it, as
+    :func:`collect_files` decides for a named file. ``path`` need not exist: it may be the name
+    given to standard input (``--stdin-filename``).
+
+    Args:
+        path: the file, absolute or relative to the working directory.
+        exclusion: the ``exclude`` globs of the configuration that applies to ``path``.
+        root: the project root (outside a git work tree, the ``.gitignore`` files from there
+            down apply).
+        respect_gitignore: also skip what git ignores.
+    """
+    top = path.absolute().resolve()
+    gitignores = _GitIgnores(root.resolve()) if respect_gitignore else None
+    base = gitignores.base(top) if gitignores is not None else None
+    return _skipped(top, base, exclusion, gitignores, is_dir=False)
+
+
 def _everywhere(exclusion: Exclusion) -> Callable[[Path], Exclusion]:
     return lambda directory: exclusion
 
@@ -289,16 +334,7 @@ def collect_files(
         is_dir: bool,
         itself: bool = False,
     ) -> bool:
-        try:
-            relative = path.relative_to(exclusion.root).as_posix()
-        except ValueError:
-            relative = path.name
-        test = _matches_itself if itself else matches
-        if relative != "." and test(exclusion.spec, relative, is_dir=is_dir):
-            return True
-        if gitignores is None or base is None:
-            return False
-        return gitignores.ignored(path, base, is_dir=is_dir, itself=itself)
+        return _skipped(path, base, exclusion, gitignores, is_dir=is_dir, itself=itself)
 
     result = FileSet()
     seen: set[Path] = set()

@@ -25,17 +25,25 @@ ends of the lines that get a directive change; it is replaced atomically (a temp
 same directory, then ``os.replace``) with its mode kept. A line where a comment cannot go (it
 ends inside a multi-line string or with a backslash continuation) or whose comment holds an
 invalid directive (one appended after it would be ignored) is left alone and reported.
+
+``--fix`` fixes IL001 findings as ruff fixes ``RUF100``: a directive keeps the codes that were
+used, rewritten as ``# noqa: CODES`` with whatever followed its last code; a directive left with
+none is removed with the whitespace before it, and with the rest of its comment unless another
+comment (``# ...``) follows, which stays; a line that held only the directive is removed. The
+engine works out each IL001 finding's edit as it reports it (``Finding.fix``, cached with the
+finding), and an edit only ever removes ``IL`` codes, which are all IL001 reports.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import re
 import stat
 import tempfile
 import tokenize
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -49,17 +57,26 @@ if TYPE_CHECKING:
 
 __all__ = (
     "UNUSED_NOQA",
+    "UNUSED_NOQA_FIX",
+    "FixedSource",
     "NoqaDirective",
+    "NoqaEdit",
     "NoqaResult",
     "Suppressions",
     "UnsuppressedLine",
     "add_noqa",
+    "fix_unused_noqa",
     "parse_noqa",
+    "replace_file",
+    "unused_noqa_edit",
 )
 
 UNUSED_NOQA = "IL001"
 """The code of the rule that reports unused directives (``rules.noqa``), which the engine runs
 after the other rules and ``--add-noqa`` never adds."""
+
+UNUSED_NOQA_FIX = "Remove unused `noqa` directive"
+"""What the fix of an IL001 finding does, in ruff's words (the JSON output's ``fix.message``)."""
 
 _DIRECTIVE = re.compile(r"#\s*[nN][oO][qQ][aA]")
 _CODE = re.compile(r"[A-Z]+(?P<digits>[0-9]*)")
@@ -294,8 +311,21 @@ def _with_directive(line: str, comment_column: int | None, codes: set[str]) -> s
     return f"{line.rstrip()}  # noqa: {', '.join(sorted(codes))}"
 
 
-def _replace(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically, keeping the file's permission bits."""
+def replace_file(path: str, data: bytes, *, expected: bytes | None = None) -> bool:
+    """Write ``data`` to ``path`` atomically, keeping the file's permission bits.
+
+    Args:
+        path: the file's real path (a symlink would be replaced by a file).
+        data: the new content.
+        expected: the content the new one was made from; if the file no longer holds it (it was
+            edited meanwhile), nothing is written.
+
+    Returns:
+        Whether the file was written (``False`` only when it no longer holds ``expected``).
+
+    Raises:
+        OSError: the file cannot be read or written.
+    """
     mode = stat.S_IMODE(os.stat(path).st_mode)
     directory, name = os.path.split(path)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
@@ -303,11 +333,17 @@ def _replace(path: str, data: bytes) -> None:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
         os.chmod(tmp, mode)
+        # Compared as late as possible: the window for an edit to be lost is this read and the
+        # rename below.
+        if expected is not None and Path(path).read_bytes() != expected:
+            os.unlink(tmp)
+            return False
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    return True
 
 
 def _add_to_file(path: str, findings: Sequence[Finding]) -> NoqaResult:
@@ -358,7 +394,7 @@ def _add_to_file(path: str, findings: Sequence[Finding]) -> NoqaResult:
             result.added += 1
     if result.added:
         try:
-            _replace(path, "".join(parts).encode(module.encoding))
+            replace_file(path, "".join(parts).encode(module.encoding))
         except OSError as exc:
             return whole_file(f"cannot write the file: {exc}")
     return result
@@ -403,3 +439,140 @@ def add_noqa(findings: Iterable[Finding]) -> NoqaResult:
         left = [*done.unsuppressed, *unused.get(path, ())]
         result.unsuppressed.extend(sorted(left, key=lambda line: line.row))
     return result
+
+
+@dataclass(frozen=True, slots=True)
+class NoqaEdit:
+    """One edit of a file's text, in ruff's JSON ``fix.edits`` terms: replace the text from
+    ``row``:``column`` up to (not including) ``end_row``:``end_column`` with ``content``.
+
+    Rows and columns are 1-based and count characters; an edit that ends at column 1 of the
+    next row takes the line break with it.
+    """
+
+    row: int
+    column: int
+    end_row: int
+    end_column: int
+    content: str
+
+
+_SPACE = " \t\f"
+"""The whitespace Python allows between tokens, hence before a comment."""
+
+
+def unused_noqa_edit(
+    row: int, line: str, column: int, directive: NoqaDirective, unused: Collection[str]
+) -> NoqaEdit | None:
+    """The edit that removes the ``unused`` codes from the directive at 0-based ``column`` of
+    line ``row`` (its text ``line``), which IL001 reports.
+
+    The used codes stay, as ``# noqa: CODES``, followed by whatever followed the last code. A
+    directive left with no code is removed with the whitespace before it and the rest of its
+    comment, unless another comment follows (``# noqa: IL101  # why``: ``# why`` stays, where
+    the directive began); a line that held nothing else is removed with its line break. This is
+    what ruff's fix of ``RUF100`` does. Only ``IL`` codes are ever removed.
+
+    Returns:
+        The edit, or ``None`` when it would remove nothing (an invalid directive, or no listed
+        ``IL`` code among ``unused``).
+    """
+    if directive.error is not None:
+        return None
+    kept = [code for code in directive.codes if not (code.startswith("IL") and code in unused)]
+    if len(kept) == len(directive.codes):
+        return None
+    start, end = column, column + directive.end - directive.start
+    if kept:
+        return NoqaEdit(row, start + 1, row, end + 1, f"# noqa: {', '.join(kept)}")
+    after = line[end:].lstrip(_SPACE)
+    if after.startswith("#"):
+        return NoqaEdit(row, start + 1, row, len(line) - len(after) + 1, "")
+    code_end = len(line[:start].rstrip(_SPACE))
+    if code_end == 0:
+        return NoqaEdit(row, 1, row + 1, 1, "")
+    return NoqaEdit(row, code_end + 1, row, len(line) + 1, "")
+
+
+@dataclass(frozen=True, slots=True)
+class FixedSource:
+    """What :func:`fix_unused_noqa` made of a file's bytes.
+
+    Attributes:
+        data: the fixed bytes; the bytes given when nothing was fixed or ``error`` is set.
+        fixed: how many findings the edits fixed.
+        error: why the file cannot be fixed, or ``None``.
+    """
+
+    data: bytes
+    fixed: int = 0
+    error: str | None = None
+
+
+def fix_unused_noqa(data: bytes, findings: Iterable[Finding]) -> FixedSource:
+    """Apply the fixes of the IL001 findings among ``findings`` to a file's bytes.
+
+    The bytes are decoded as Python decodes them (BOM, coding cookie, UTF-8) and encoded back
+    the same way; line breaks, the BOM and a missing final newline are kept, and only the
+    lines with an edit change.
+
+    Args:
+        data: the bytes the findings were reported on.
+        findings: the file's findings; those that are not IL001 are skipped.
+
+    Returns:
+        The fixed bytes and the number of findings fixed, or why nothing could be fixed: the
+        bytes do not survive decoding and re-encoding, a finding's line is not in them, or
+        removing a line would change the coding cookie Python reads.
+    """
+    edits = {
+        finding: finding.fix
+        for finding in findings
+        if finding.code == UNUSED_NOQA and finding.fix is not None
+    }
+    if not edits:
+        return FixedSource(data)
+    # Imported here: the engine imports this module for its suppressions.
+    from interlace.linters._engine import LINE_BREAK
+
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        text = data.decode(encoding)
+    except (SyntaxError, UnicodeDecodeError) as exc:
+        return FixedSource(data, error=f"cannot decode it ({exc})")
+    if text.encode(encoding) != data:
+        return FixedSource(
+            data,
+            error=(
+                f"its bytes do not survive decoding and re-encoding as {encoding}, so rewriting "
+                "it could change more than the directives; remove the unused codes by hand"
+            ),
+        )
+    parts = re.split(f"({LINE_BREAK.pattern})", text)  # line, break, line, ..., line (maybe "")
+    rows = len(parts) // 2 + 1
+    # From the last row up, so that removing a line leaves the rows above where they are.
+    for finding, edit in sorted(edits.items(), key=lambda item: -item[1].row):
+        index = 2 * (edit.row - 1)
+        if not 0 < edit.row <= rows or parts[index] != finding.source_line:
+            return FixedSource(
+                data, error=f"line {finding.row} is not the line that was linted any more"
+            )
+        line = parts[index]
+        if edit.end_row == edit.row:
+            parts[index] = line[: edit.column - 1] + edit.content + line[edit.end_column - 1 :]
+        else:  # the whole line, with its line break
+            parts[index : index + 2] = ["", ""] if index + 1 < len(parts) else [""]
+    fixed = "".join(parts).encode(encoding)
+    try:
+        same = tokenize.detect_encoding(io.BytesIO(fixed).readline)[0] == encoding
+    except SyntaxError:  # a cookie naming no codec, moved into the first two lines
+        same = False
+    if not same:
+        return FixedSource(
+            data,
+            error=(
+                "removing a line would move a coding cookie into the first two lines and change "
+                "how Python decodes the file; remove the unused codes by hand"
+            ),
+        )
+    return FixedSource(fixed, len(edits))

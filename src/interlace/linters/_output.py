@@ -6,13 +6,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
-from interlace.linters._engine import FileError, Finding
+from interlace.linters._engine import FileError, Finding, span_rows
 from interlace.linters._files import repository_root
 from interlace.linters._rule import Rule
 
@@ -45,28 +46,158 @@ ERROR_NAMES = {
 JSON output (ruff's own names where it has the diagnostic)."""
 
 
-def _marker_width(finding: Finding) -> int:
-    if finding.end_row == finding.row:
-        return max(1, finding.end_column - finding.column)
-    return max(1, len(finding.source_line) - finding.column + 1)
+TAB = "    "
+"""What a tab shows as in the text output, as in ruff."""
+
+
+def message_parts(message: str) -> tuple[str, str, str]:
+    """Split a message that reads ``<what>. <why>. <instead>.`` into those three parts.
+
+    A part ends at a period followed by a space outside backticks and brackets, so
+    ``(`var.set(new)` ... `var.reset(token)`)`` stays whole. ``what`` and ``why`` keep their
+    final period, and ``f"{what} {why} {instead}" == message``. A message with fewer than three
+    sentences is all ``what``.
+    """
+    cuts = []
+    depth = 0
+    quoted = False
+    for i, ch in enumerate(message):
+        if ch == "`":
+            quoted = not quoted
+        elif quoted:
+            continue
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(0, depth - 1)
+        elif ch == "." and depth == 0 and message[i + 1 : i + 2] == " ":
+            cuts.append(i + 1)
+    if len(cuts) < 2:
+        return message, "", ""
+    return message[: cuts[0]], message[cuts[0] + 1 : cuts[-1]], message[cuts[-1] + 1 :]
+
+
+def _char_width(ch: str) -> int:
+    if ch == "\t":
+        return len(TAB)
+    return 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+
+
+def _display(text: str) -> str:
+    return text.replace("\t", TAB)
+
+
+def _offset(text: str, column: int) -> int:
+    """The display width of ``text`` before the 1-based ``column`` (past its end, or where the
+    line's text is not known, a column is one character)."""
+    return sum(_char_width(ch) for ch in text[: column - 1]) + max(0, column - 1 - len(text))
+
+
+def _marker(text: str, column: int, end_column: int | None, char: str, label: str) -> str:
+    """``char`` under ``text`` from ``column`` to ``end_column`` (exclusive; ``None``: the end
+    of the line), then ``label``."""
+    start = _offset(text, column)
+    end = _offset(text, len(text.rstrip()) + 1 if end_column is None else end_column)
+    return f"{' ' * start}{char * max(1, end - start)} {label}".rstrip()
+
+
+def _sections(
+    rows: Iterable[int], lines: Mapping[int, str], keep: Collection[int], spanned: Collection[int]
+) -> list[list[int]]:
+    """``rows`` cut into stretches of consecutive lines (a fold inside the reported span does not
+    cut), each trimmed of the blank lines at its ends that are not in ``keep``."""
+    sections: list[list[int]] = []
+    for row in sorted(rows):
+        if sections and (row == sections[-1][-1] + 1 or {row, sections[-1][-1]} <= set(spanned)):
+            sections[-1].append(row)
+        else:
+            sections.append([row])
+    for section in sections:  # blank context lines at either end say nothing
+        while section[-1] not in keep and not lines[section[-1]].strip():
+            section.pop()
+        while section[0] not in keep and not lines[section[0]].strip():
+            section.pop(0)
+    return sections
+
+
+def _snippet(f: Finding) -> list[str]:
+    """The source lines of ``f`` in ruff's layout: ``^`` under the reported span (drawn down
+    the margin when it spans lines), ``-`` under the first line of each related location with
+    its message, a few lines of context, and one section per stretch of consecutive lines,
+    the reported one first."""
+    lines = dict(f.context) or {f.row: f.source_line}
+    spanned = span_rows(f.row, f.end_row) if f.end_row > f.row else []
+    marks: dict[int, list[tuple[int, str]]] = {}  # row -> (column, marker line) by column
+    located: dict[int, int] = {}  # row -> the column of the first location marked on it
+    for rel in sorted(f.related, key=lambda r: (r.row, r.column)):
+        text = lines.setdefault(rel.row, "")
+        end_column = rel.end_column if rel.end_row == rel.row else None
+        marks.setdefault(rel.row, []).append(
+            (rel.column, _marker(text, rel.column, end_column, "-", rel.message))
+        )
+        located.setdefault(rel.row, rel.column)
+    for row in spanned:
+        lines.setdefault(row, "")
+    if not spanned:
+        text = lines.setdefault(f.row, "")
+        marks.setdefault(f.row, []).append(
+            (f.column, _marker(text, f.column, f.end_column, "^", ""))
+        )
+    located[f.row] = f.column
+    sections = _sections(lines, lines, {*located, *spanned}, spanned)
+    sections.sort(key=lambda section: f.row not in section)
+    width = len(str(max(row for section in sections for row in section)))
+    gutter = " " * width
+    out: list[str] = []
+    for index, section in enumerate(sections):
+        first = f.row if index == 0 else min(r for r in section if r in located)
+        if index and out[-1] != f"{gutter} |":
+            out.append(f"{gutter} |")
+        out.append(
+            f"{gutter}{'-->' if index == 0 else ':::'} {f.filename}:{first}:{located[first]}"
+        )
+        out.append(f"{gutter} |")
+        margin = bool(spanned) and f.row in section
+        for row in section:
+            text = lines[row]
+            prefix = ""
+            if margin:
+                start = _offset(text, f.column)
+                if row == f.row:
+                    prefix = "/ " if start == 0 else "  "
+                else:
+                    prefix = "| " if f.row < row <= f.end_row else "  "
+                if row in spanned and row - 1 not in section and row != f.row:
+                    out.append("...")
+            out.append(f"{row:>{width}} | {prefix}{_display(text)}".rstrip())
+            if margin and row == f.row and start > 0:
+                out.append(f"{gutter} |  {'_' * (start + 1)}^")
+            elif margin and row == f.end_row:
+                out.append(f"{gutter} | |{'_' * max(1, _offset(text, f.end_column))}^")
+            pad = "| " if margin and f.row <= row < f.end_row else "  " if margin else ""
+            out.extend(f"{gutter} | {pad}{mark}".rstrip() for _, mark in sorted(marks.get(row, ())))
+        if section[-1] not in marks and not (margin and section[-1] == f.end_row):
+            out.append(f"{gutter} |")
+    return out
 
 
 def format_text(findings: Sequence[Finding]) -> str:
-    """Render findings like ruff's full format: the message, the code line with ``^`` markers
-    under the reported span, and each related location as a note."""
+    """Render findings in ruff's full format: ``CODE <what>``, the location, the code with
+    ``^`` under the reported span and ``-`` under each related location (the check, the
+    suspension point, the act) with its message, then ``info: <why>`` and
+    ``help: <instead>``; a blank line after each, as ruff does. A fixable finding's code is
+    followed by ``[*]``, as in ruff."""
     out: list[str] = []
     for f in findings:
-        out.append(f"{f.filename}:{f.row}:{f.column}: {f.code} {f.message}")
-        gutter = " " * len(str(f.row))
-        line = f.source_line.expandtabs(1)
-        out.append(f"{gutter} |")
-        out.append(f"{f.row} | {line}")
-        out.append(f"{gutter} | {' ' * (f.column - 1)}{'^' * _marker_width(f)} {f.code}")
-        out.append(f"{gutter} |")
-        for rel in f.related:
-            out.append(f"{gutter} = note: {f.filename}:{rel.row}:{rel.column}: {rel.message}")
+        what, why, instead = message_parts(f.message)
+        out.append(f"{f.code} {'[*] ' if f.fix is not None else ''}{what}")
+        out.extend(_snippet(f))
+        if why:
+            out.append(f"info: {why}")
+        if instead:
+            out.append(f"help: {instead}")
         out.append("")
-    return "\n".join(out)
+    return "".join(f"{line}\n" for line in out)
 
 
 def format_concise(findings: Sequence[Finding]) -> str:
@@ -84,12 +215,39 @@ def _rule_names() -> dict[str, str]:
     return {rule.code: rule.name for rule in all_rules()}
 
 
+def _fix(finding: Finding) -> dict[str, Any] | None:
+    """A finding's fix as ruff's JSON gives it (edits sorted by field name), or ``None``."""
+    from interlace.linters._noqa import UNUSED_NOQA_FIX
+
+    edit = finding.fix
+    if edit is None:
+        return None
+    return {
+        "applicability": "safe",
+        "edits": [
+            {
+                "content": edit.content,
+                "end_location": _location(edit.end_row, edit.end_column),
+                "location": _location(edit.row, edit.column),
+            }
+        ],
+        "message": UNUSED_NOQA_FIX,
+    }
+
+
+def _json_filename(filename: str) -> str:
+    # Standard input without --stdin-filename is "-" as in ruff, not a file of that name.
+    return filename if filename == "-" else os.path.abspath(filename)
+
+
 def format_json(findings: Sequence[Finding], errors: Sequence[FileError] = ()) -> str:
     """A JSON list with ruff's field names (``related`` is an extra field).
 
     Like ruff, which lists a file that does not parse as an ``invalid-syntax`` diagnostic, each
     error follows the findings as an object with the same fields: ``code`` and ``name`` from
     ``ERROR_NAMES``, ``noqa_row`` ``null`` (a directive cannot suppress it) and no ``related``.
+    ``fix`` is ruff's ``{applicability, edits, message}`` for a fixable finding (IL001), else
+    ``null``.
     """
     names = _rule_names()
     items: list[dict[str, Any]] = [
@@ -97,8 +255,8 @@ def format_json(findings: Sequence[Finding], errors: Sequence[FileError] = ()) -
             "cell": None,
             "code": f.code,
             "end_location": _location(f.end_row, f.end_column),
-            "filename": os.path.abspath(f.filename),
-            "fix": None,
+            "filename": _json_filename(f.filename),
+            "fix": _fix(f),
             "location": _location(f.row, f.column),
             "message": f.message,
             "name": names.get(f.code),
@@ -125,7 +283,7 @@ def format_json(findings: Sequence[Finding], errors: Sequence[FileError] = ()) -
                 "cell": None,
                 "code": name,
                 "end_location": where,
-                "filename": os.path.abspath(e.filename),
+                "filename": _json_filename(e.filename),
                 "fix": None,
                 "location": where,
                 "message": e.message,
@@ -381,25 +539,35 @@ def _by_count(findings: Sequence[Finding]) -> list[tuple[str, int]]:
     return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
+def _fixable_counts(findings: Sequence[Finding]) -> Counter[str]:
+    """How many findings of each code have a fix."""
+    return Counter(f.code for f in findings if _fix(f) is not None)
+
+
 def format_statistics(findings: Sequence[Finding], rules: Sequence[type[Rule]]) -> str:
-    """Counts per code, most frequent first, like ruff's ``--statistics``."""
+    """Counts per code, most frequent first, like ruff's ``--statistics``: when any finding
+    is fixable, each name is marked ``[*]`` (fixable) or ``[ ]``."""
     names = {rule.code: rule.name for rule in rules}
+    fixable = _fixable_counts(findings)
     return "".join(
-        f"{count:>5}\t{code}\t{names.get(code, '')}\n" for code, count in _by_count(findings)
+        f"{count:>5}\t{code}\t{('[*] ' if code in fixable else '[ ] ') if fixable else ''}"
+        f"{names.get(code, '')}\n"
+        for code, count in _by_count(findings)
     )
 
 
 def format_statistics_json(findings: Sequence[Finding], rules: Sequence[type[Rule]]) -> str:
     """Counts per code, most frequent first, with the fields of ruff's ``--statistics
-    --output-format json`` (no rule has a fix, so ``fixable`` is always false)."""
+    --output-format json`` (only IL001's findings have a fix)."""
     names = {rule.code: rule.name for rule in rules}
+    fixable = _fixable_counts(findings)
     items = [
         {
             "code": code,
             "name": names.get(code),
             "count": count,
-            "fixable": False,
-            "fixable_count": 0,
+            "fixable": code in fixable,
+            "fixable_count": fixable[code],
         }
         for code, count in _by_count(findings)
     ]

@@ -1,5 +1,6 @@
 """A whole lint run: collect files, consult the cache, lint the rest serially or in a process
-pool, and gather the results in a stable order.
+pool, fix what ``--fix`` fixes, and gather the results in a stable order; or the same for source
+read from standard input (``interlace lint -``), which is never cached.
 
 Each file is linted with the settings of its own configuration (:class:`ConfigResolver`); what
 a configuration implies (its codes, rule context, exclusions and cache) is worked out once per
@@ -30,10 +31,14 @@ from interlace.linters._config import (
     selected_codes,
 )
 from interlace.linters._engine import FileError, FileResult, Finding, lint_source
-from interlace.linters._files import Exclusion, collect_files, per_file_matcher
+from interlace.linters._files import Exclusion, collect_files, excluded_file, per_file_matcher
+from interlace.linters._noqa import fix_unused_noqa, replace_file
 from interlace.linters._rule import LintContext
 
-__all__ = ("LintResult", "lint_paths")
+__all__ = ("STDIN", "LintResult", "lint_paths", "lint_stdin")
+
+STDIN = "-"
+"""The path that stands for standard input, and its name when ``--stdin-filename`` gives none."""
 
 _SERIAL_BELOW = 16
 """Fewer files than this are linted in-process: starting workers costs more than it saves."""
@@ -41,16 +46,19 @@ _SERIAL_BELOW = 16
 
 @dataclass
 class LintResult:
-    """The outcome of :func:`lint_paths`.
+    """The outcome of :func:`lint_paths` or :func:`lint_stdin`.
 
     Attributes:
-        findings: every finding, sorted by file, row, column and code.
-        errors: files that could not be read or parsed, missing paths, internal errors.
+        findings: every finding, sorted by file, row, column and code; with ``fix``, those
+            left after fixing.
+        errors: files that could not be read, parsed or fixed, missing paths, internal errors.
         files: how many files were considered; lines: their total line count.
         cached: how many of them were answered from the cache.
         parsed: how many were parsed (the others were skipped by the pre-filter or the cache).
+        fixed: how many findings ``fix`` fixed (they are not in ``findings``).
         config: the run's base settings: those found from the working directory (or given),
             which every file without a closer configuration used.
+        source: for :func:`lint_stdin`, the source read, with the fixes applied.
     """
 
     findings: list[Finding] = field(default_factory=list)
@@ -59,7 +67,18 @@ class LintResult:
     lines: int = 0
     cached: int = 0
     parsed: int = 0
+    fixed: int = 0
     config: LintConfig = field(default_factory=LintConfig)
+    source: bytes | None = None
+
+    def add(self, file_result: FileResult) -> None:
+        """Count in one file's result."""
+        self.files += 1
+        self.lines += file_result.lines
+        self.cached += file_result.cached
+        self.parsed += file_result.parsed and not file_result.cached
+        self.findings.extend(file_result.findings)
+        self.errors.extend(file_result.errors)
 
 
 def _display(path: Path, cwd: Path) -> str:
@@ -247,6 +266,153 @@ class _Plans:
             cache.save()
 
 
+def _file_codes(plan: _Plan, path: Path | None) -> tuple[str, ...]:
+    """The codes enabled for the file ``path``: the plan's, less its ``per-file-ignores``
+    (``None``: standard input without a name, which no glob matches)."""
+    if not plan.per_file or path is None:
+        return plan.codes
+    try:
+        relative = path.resolve().relative_to(plan.root).as_posix()
+    except ValueError:
+        relative = path.name
+    ignored = tuple(c for match, cs in plan.per_file if match(relative) for c in cs)
+    return tuple(c for c in plan.codes if not c.startswith(ignored))
+
+
+def _lint_groups(
+    groups: dict[int, tuple[LintContext, list[_Item]]], jobs: int | None
+) -> dict[str, FileResult]:
+    """Lint the files of ``groups`` (each a rule context and its files), in-process when they
+    are few, else in a pool of at most ``jobs`` workers; return their results by filename."""
+    by_name: dict[str, FileResult] = {}
+    total = sum(len(items) for _, items in groups.values())
+    workers = min(jobs or os.cpu_count() or 1, max(1, total // 4))
+    if workers <= 1 or total < _SERIAL_BELOW:
+        for context, items in groups.values():
+            by_name.update((r.filename, r) for r in _lint_chunk(items, context))
+        return by_name
+    work = [
+        (chunk, context)
+        for context, items in groups.values()
+        for chunk in _chunks(items, max(1, workers * 4 * len(items) // total))
+    ]
+    broken: list[tuple[_Item, LintContext]] = []
+    with _pool(workers) as pool:
+        futures = [pool.submit(_lint_chunk, chunk, context) for chunk, context in work]
+        for (chunk, context), future in zip(work, futures, strict=True):
+            try:
+                by_name.update((r.filename, r) for r in future.result())
+            except BrokenProcessPool:
+                broken.extend((item, context) for item in chunk)
+    for item, context in broken:
+        by_name[item[0]] = _lint_isolated(item, context)
+    return by_name
+
+
+def _fixable(file_result: FileResult) -> bool:
+    return any(f.fix is not None for f in file_result.findings)
+
+
+def _not_fixed(file_result: FileResult, reason: str) -> FileResult:
+    """``file_result`` with an error saying why its file was left as it was."""
+    filename = file_result.filename
+    error = FileError(filename, 0, 0, f"cannot fix: {reason}", "io")
+    return replace(file_result, errors=(*file_result.errors, error))
+
+
+@dataclass
+class _Fix:
+    """A file ``--fix`` rewrites: its index in the run's results, where it is, the content
+    that was linted and the fixed content, how many findings that fixes, and where the
+    result of linting the fixed content is cached.
+
+    Invariant: ``original`` is the content that was linted (its cache key matched), read
+    again just before fixing.
+    """
+
+    index: int
+    path: Path
+    original: bytes
+    fixed: bytes
+    count: int
+    codes: tuple[str, ...]
+    cache: ResultCache | None
+
+
+def _fix_files(
+    ordered: list[FileResult],
+    linted: dict[int, tuple[Path, str, tuple[str, ...], _Plan]],
+    plans: _Plans,
+    jobs: int | None,
+) -> int:
+    """Fix the files whose results have fixable findings, in place, and put the results of
+    the fixed files in ``ordered``; return how many findings were fixed.
+
+    A file is rewritten only if it still holds what was linted, both when it is read again to
+    be fixed and just before it is replaced (an edit made meanwhile wins, and the file is
+    reported instead); the fixed bytes are linted again, so that the findings left are exact.
+    """
+    fixes: list[_Fix] = []
+    groups: dict[int, tuple[LintContext, list[_Item]]] = {}
+    for index, (path, key, codes, plan) in linted.items():
+        file_result = ordered[index]
+        if not _fixable(file_result):
+            continue
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            ordered[index] = _not_fixed(file_result, f"cannot read the file again: {exc}")
+            continue
+        if content_key(data, codes) != key:
+            ordered[index] = _not_fixed(
+                file_result,
+                "the file changed since it was linted, so it was left as it is; run "
+                "interlace lint --fix again",
+            )
+            continue
+        fixed = fix_unused_noqa(data, file_result.findings)
+        if fixed.error is not None:
+            ordered[index] = _not_fixed(file_result, fixed.error)
+            continue
+        if not fixed.fixed:
+            continue
+        cache = plans.cache(plan)
+        fixes.append(_Fix(index, path, data, fixed.data, fixed.fixed, codes, cache))
+        item = (file_result.filename, fixed.data, codes)
+        groups.setdefault(id(plan), (plan.context, []))[1].append(item)
+    relinted = _lint_groups(groups, jobs)
+    count = 0
+    for fix in fixes:
+        file_result = ordered[fix.index]
+        try:
+            # The real path: a symlink stays a symlink.
+            written = replace_file(os.path.realpath(fix.path), fix.fixed, expected=fix.original)
+        except OSError as exc:
+            ordered[fix.index] = _not_fixed(file_result, f"cannot write the file: {exc}")
+            continue
+        if not written:
+            ordered[fix.index] = _not_fixed(
+                file_result,
+                "the file changed while it was being fixed, so it was left as it is; run "
+                "interlace lint --fix again",
+            )
+            continue
+        new_result = relinted[file_result.filename]
+        ordered[fix.index] = new_result
+        count += fix.count
+        if fix.cache is not None:
+            fix.cache.put(content_key(fix.fixed, fix.codes), new_result)
+    return count
+
+
+def _configs(
+    config: LintConfig | None, overrides: Callable[[LintConfig], LintConfig] | None
+) -> ConfigResolver:
+    if config is None:
+        return ConfigResolver(load_config(find_config(Path.cwd())), overrides=overrides)
+    return ConfigResolver(config, fixed=True, overrides=overrides)
+
+
 def lint_paths(
     paths: Sequence[str | os.PathLike[str]] = (),
     *,
@@ -255,6 +421,7 @@ def lint_paths(
     jobs: int | None = None,
     use_cache: bool = True,
     force_exclude: bool = False,
+    fix: bool = False,
 ) -> LintResult:
     """Lint files and directories with the configured rules.
 
@@ -270,6 +437,9 @@ def lint_paths(
         use_cache: read and write results under ``<root>/.interlace_cache/``, where ``<root>``
             is the root of the configuration each file used.
         force_exclude: apply ``exclude`` and ``.gitignore`` to explicitly named files too.
+        fix: rewrite the files with fixable findings (IL001's unused ``# noqa`` codes) and
+            report the findings left; a file that cannot be fixed is left as it is, with an
+            error.
 
     Returns:
         The findings and errors of the run; exit-code policy is the caller's.
@@ -278,10 +448,7 @@ def lint_paths(
         ConfigError: a configuration file the run needs is invalid, or one has
             ``sharing = "declared"`` with no class declared.
     """
-    if config is None:
-        configs = ConfigResolver(load_config(find_config(Path.cwd())), overrides=overrides)
-    else:
-        configs = ConfigResolver(config, fixed=True, overrides=overrides)
+    configs = _configs(config, overrides)
     base = configs.base
     plans = _Plans(configs, use_cache=use_cache)
     cwd = Path.cwd()
@@ -300,6 +467,8 @@ def lint_paths(
         result.errors.append(FileError(_display(Path(directory), cwd), 0, 0, message, "io"))
     ordered: list[FileResult | None] = []
     pending: list[tuple[int, str, str, ResultCache | None]] = []
+    # What each linted file was linted as, by its index in ``ordered``, for ``fix``.
+    linted: dict[int, tuple[Path, str, tuple[str, ...], _Plan]] = {}
     # The files to lint, grouped by configuration: a chunk of work shares one rule context.
     groups: dict[int, tuple[LintContext, list[_Item]]] = {}
     for path in fileset.files:
@@ -312,56 +481,86 @@ def lint_paths(
             )
             continue
         plan = plans.of(configs.for_file(path))
-        codes = plan.codes
-        if plan.per_file:
-            try:
-                relative = path.resolve().relative_to(plan.root).as_posix()
-            except ValueError:
-                relative = path.name
-            ignored = [c for match, cs in plan.per_file if match(relative) for c in cs]
-            codes = tuple(c for c in codes if not c.startswith(tuple(ignored)))
+        codes = _file_codes(plan, path)
         key = content_key(data, codes)
         cache = plans.cache(plan)
         hit = cache.get(key, filename) if cache is not None else None
         ordered.append(hit)
+        if fix:
+            linted[len(ordered) - 1] = (path, key, codes, plan)
         if hit is None:
             pending.append((len(ordered) - 1, filename, key, cache))
             groups.setdefault(id(plan), (plan.context, []))[1].append((filename, data, codes))
-    by_name: dict[str, FileResult] = {}
-    total = len(pending)
-    workers = min(jobs or os.cpu_count() or 1, max(1, total // 4))
-    if workers <= 1 or total < _SERIAL_BELOW:
-        for context, items in groups.values():
-            by_name.update((r.filename, r) for r in _lint_chunk(items, context))
-    else:
-        work = [
-            (chunk, context)
-            for context, items in groups.values()
-            for chunk in _chunks(items, max(1, workers * 4 * len(items) // total))
-        ]
-        broken: list[tuple[_Item, LintContext]] = []
-        with _pool(workers) as pool:
-            futures = [pool.submit(_lint_chunk, chunk, context) for chunk, context in work]
-            for (chunk, context), future in zip(work, futures, strict=True):
-                try:
-                    by_name.update((r.filename, r) for r in future.result())
-                except BrokenProcessPool:
-                    broken.extend((item, context) for item in chunk)
-        for item, context in broken:
-            by_name[item[0]] = _lint_isolated(item, context)
+    by_name = _lint_groups(groups, jobs)
     for index, filename, key, cache in pending:
         file_result = by_name[filename]
         ordered[index] = file_result
         if cache is not None:
             cache.put(key, file_result)
-    plans.save()
+    done: list[FileResult] = []
     for maybe in ordered:
         assert maybe is not None
-        file_result = maybe
-        result.files += 1
-        result.lines += file_result.lines
-        result.cached += file_result.cached
-        result.parsed += file_result.parsed and not file_result.cached
-        result.findings.extend(file_result.findings)
-        result.errors.extend(file_result.errors)
+        done.append(maybe)
+    if fix:
+        result.fixed = _fix_files(done, linted, plans, jobs)
+    plans.save()
+    for file_result in done:
+        result.add(file_result)
+    return result
+
+
+def lint_stdin(
+    data: bytes,
+    *,
+    filename: str | None = None,
+    config: LintConfig | None = None,
+    overrides: Callable[[LintConfig], LintConfig] | None = None,
+    force_exclude: bool = False,
+    fix: bool = False,
+) -> LintResult:
+    """Lint source read from standard input (``interlace lint -``), as if it were a file.
+
+    Never cached: the source has no file to key it by, and an editor sends a new one each time.
+
+    Args:
+        data: the source's bytes, decoded as a file's (BOM, coding cookie, UTF-8).
+        filename: the path it stands for (``--stdin-filename``): the name in the findings, and
+            where its configuration is found (the closest ``pyproject.toml`` above it), which
+            its ``per-file-ignores`` and, with ``force_exclude``, its exclusions are matched
+            against. It need not exist. ``None``: the name is ``-`` and the configuration is
+            the one found from the working directory.
+        config, overrides: as for :func:`lint_paths`.
+        force_exclude: skip the source (no file is linted) when ``exclude`` or ``.gitignore``
+            skips ``filename``, as ruff does.
+        fix: apply the fixes to the source; ``source`` in the result holds it either way.
+
+    Returns:
+        The findings and errors, and the (fixed) source.
+
+    Raises:
+        ConfigError: as for :func:`lint_paths`.
+    """
+    configs = _configs(config, overrides)
+    base = configs.base
+    plans = _Plans(configs, use_cache=False)
+    result = LintResult(config=base, source=data)
+    path = None if filename is None else Path(filename).absolute()
+    if path is None:
+        name, plan = STDIN, plans.of(base)
+    else:
+        name, plan = _display(path, Path.cwd()), plans.of(configs.for_file(path))
+        if force_exclude and excluded_file(
+            path, plan.exclusion, root=base.root, respect_gitignore=base.respect_gitignore
+        ):
+            return result
+    codes = _file_codes(plan, path)
+    file_result = _lint_chunk([(name, data, codes)], plan.context)[0]
+    if fix and _fixable(file_result):
+        fixed = fix_unused_noqa(data, file_result.findings)
+        if fixed.error is not None:
+            file_result = _not_fixed(file_result, fixed.error)
+        elif fixed.fixed:
+            file_result = _lint_chunk([(name, fixed.data, codes)], plan.context)[0]
+            result.fixed, result.source = fixed.fixed, fixed.data
+    result.add(file_result)
     return result

@@ -4,7 +4,9 @@ Findings go to stdout in the chosen format; the summary and every error (unreada
 unparsable files, bad configuration) go to stderr. Exit codes: 0 clean, 1 findings, 2 usage,
 configuration, parse or internal error (``--exit-zero`` turns only findings into 0).
 ``--add-noqa`` prints no findings: it suppresses them in place (``_noqa``) and exits 1 only for
-findings it could not suppress.
+findings it could not suppress. ``--fix`` fixes what can be fixed in place and reports the rest.
+``-`` (or ``--stdin-filename``) lints standard input; with ``--fix`` the fixed source goes to
+stdout and the findings to stderr, as in ruff.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from interlace.errors import ConfigError
 
@@ -64,7 +66,10 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     from interlace.linters._sharing import SHARING
 
     parser.add_argument(
-        "paths", nargs="*", metavar="PATH", help="files or directories (default: project root)"
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="files or directories, or - for standard input (default: project root)",
     )
     parser.add_argument(
         "--select",
@@ -122,6 +127,22 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--exit-zero", action="store_true", help="exit 0 even when there are findings"
+    )
+    parser.add_argument(
+        "--fix",
+        action="store_true",
+        help=(
+            "remove the unused codes IL001 reports from '# noqa' directives, in place (IL001 "
+            "is the only fixable rule), and report the findings left"
+        ),
+    )
+    parser.add_argument(
+        "--stdin-filename",
+        metavar="PATH",
+        help=(
+            "lint standard input as the file PATH: its name in the output, its configuration, "
+            "per-file-ignores and exclusions (implies -)"
+        ),
     )
     parser.add_argument(
         "--add-noqa",
@@ -270,8 +291,46 @@ def _resolve_config(
     return config, overrides
 
 
+def _stdin(args: argparse.Namespace) -> str | None:
+    """How the command line asks for standard input (``'-'``, ``--stdin-filename``), or
+    ``None``."""
+    from interlace.linters._run import STDIN
+
+    if STDIN in args.paths:
+        return f"'{STDIN}'"
+    if args.stdin_filename is not None:
+        return "--stdin-filename"
+    return None
+
+
+def _stdin_conflict(args: argparse.Namespace, how: str) -> str | None:
+    """Why the command line cannot lint standard input as it asks."""
+    from interlace.linters._run import STDIN
+
+    others = [path for path in args.paths if path != STDIN]
+    if others:
+        named = ", ".join(repr(path) for path in others)
+        # ruff lints the file named '-' (or, with --stdin-filename, ignores the paths with a
+        # warning); either way a path given is silently not what gets linted.
+        return (
+            f"standard input ({how}) cannot be linted together with other paths ({named}); "
+            "lint standard input and files in separate runs"
+        )
+    if args.add_noqa:
+        return (
+            f"--add-noqa cannot be combined with standard input ({how}): it edits files in "
+            "place; run it on the file itself"
+        )
+    return None
+
+
 def _add_noqa_conflict(args: argparse.Namespace) -> str | None:
     """Why a flag makes no sense with ``--add-noqa`` (``--exit-zero`` is harmless and allowed)."""
+    if args.fix:
+        return (
+            "--add-noqa cannot be combined with --fix: --fix removes unused directives and "
+            "--add-noqa adds them; run --fix first, then --add-noqa"
+        )
     if args.explain is not None:
         return (
             f"--add-noqa cannot be combined with --explain {args.explain}: --explain lints "
@@ -328,6 +387,59 @@ def _add_noqa(result: LintResult, args: argparse.Namespace, err: TextIO) -> int:
     return _exit_code(result.errors, left, args, err)
 
 
+def _read_stdin() -> bytes:
+    """The bytes of standard input, as a file's would be read.
+
+    Raises:
+        ConfigError: there is no standard input to read (the process was started without one)
+            or it cannot be read.
+    """
+    if sys.stdin is None:
+        raise ConfigError(
+            "'-' and --stdin-filename read the source from standard input, but this process "
+            "has none; pipe the source in, e.g. interlace lint - < app.py"
+        )
+    try:
+        return sys.stdin.buffer.read()
+    except OSError as exc:
+        raise ConfigError(f"cannot read the source from standard input: {exc}") from None
+
+
+def _write_source(data: bytes, out: TextIO) -> None:
+    """Write source bytes to ``out`` as they are (encoding, BOM, line endings)."""
+    buffer: BinaryIO | None = getattr(out, "buffer", None)
+    if buffer is None:  # a text-only stream, e.g. io.StringIO in a test
+        out.write(data.decode("utf-8", errors="surrogateescape"))
+        return
+    out.flush()
+    buffer.write(data)
+    buffer.flush()
+
+
+def _summary(result: LintResult, args: argparse.Namespace, err: TextIO) -> None:
+    """The line after the findings: how many (fixed and remaining, as ruff counts them), of how
+    many files, and how many of those ``--fix`` would fix."""
+    findings = result.findings
+    files = f"{result.files} file{'s' * (result.files != 1)}"
+    cached = f", {result.cached} from cache" if result.cached else ""
+    if result.fixed:
+        total = result.fixed + len(findings)
+        noun = "finding" if total == 1 else "findings"
+        print(
+            f"Found {total} {noun} ({result.fixed} fixed, {len(findings)} remaining; "
+            f"{files} checked{cached}).",
+            file=err,
+        )
+    elif findings:
+        noun = "finding" if len(findings) == 1 else "findings"
+        print(f"Found {len(findings)} {noun} ({files} checked{cached}).", file=err)
+    elif not result.errors:
+        print(f"All checks passed ({files} checked{cached}).", file=err)
+    fixable = sum(f.fix is not None for f in findings)
+    if fixable and not args.fix:
+        print(f"[*] {fixable} fixable with `--fix`.", file=err)
+
+
 def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Run ``interlace lint`` with parsed arguments and return the exit code."""
     out = out if out is not None else sys.stdout
@@ -339,28 +451,51 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
             return EXIT_ERROR
     if args.explain is not None:
         return _explain(args.explain, out, err)
+    stdin = _stdin(args)
+    if stdin is not None:
+        conflict = _stdin_conflict(args, stdin)
+        if conflict is not None:
+            print(f"interlace lint: error: {conflict}", file=err)
+            return EXIT_ERROR
     from interlace import __version__
     from interlace.linters import _output
-    from interlace.linters._run import lint_paths
+    from interlace.linters._run import lint_paths, lint_stdin
     from interlace.linters.rules import all_rules
 
     try:
         config, overrides = _resolve_config(args)
-        result = lint_paths(
-            args.paths,
-            config=config,
-            overrides=overrides,
-            jobs=args.jobs,
-            use_cache=not args.no_cache,
-            force_exclude=args.force_exclude,
-        )
+        if stdin is not None:
+            result = lint_stdin(
+                _read_stdin(),
+                filename=args.stdin_filename,
+                config=config,
+                overrides=overrides,
+                force_exclude=args.force_exclude,
+                fix=args.fix,
+            )
+        else:
+            result = lint_paths(
+                args.paths,
+                config=config,
+                overrides=overrides,
+                jobs=args.jobs,
+                use_cache=not args.no_cache,
+                force_exclude=args.force_exclude,
+                fix=args.fix,
+            )
     except ConfigError as exc:
         print(f"interlace lint: error: {exc}", file=err)
         return EXIT_ERROR
-    if result.files == 0 and not result.errors:
+    if result.files == 0 and not result.errors and stdin is None:
         print("interlace lint: warning: No Python files found under the given path(s)", file=err)
     if args.add_noqa:
         return _add_noqa(result, args, err)
+    if stdin is not None and args.fix:
+        # As in ruff: stdout is the (fixed) source, for an editor to put back in its buffer,
+        # so the report goes to stderr.
+        assert result.source is not None
+        _write_source(result.source, out)
+        out = err
     rules = all_rules()
     findings = result.findings
     if args.statistics and args.format == "json":
@@ -383,13 +518,7 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     else:
         out.write(_output.format_text(findings))
     _print_errors(result.errors, err)
-    files = f"{result.files} file{'s' * (result.files != 1)}"
-    cached = f", {result.cached} from cache" if result.cached else ""
-    if findings:
-        noun = "finding" if len(findings) == 1 else "findings"
-        print(f"Found {len(findings)} {noun} ({files} checked{cached}).", file=err)
-    elif not result.errors:
-        print(f"All checks passed ({files} checked{cached}).", file=err)
+    _summary(result, args, err)
     return _exit_code(result.errors, len(findings), args, err)
 
 

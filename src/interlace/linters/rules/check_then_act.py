@@ -1968,7 +1968,7 @@ class FlagLazyInitAcrossAwait(FlagCheckThenActAcrossAwait):
         "`{state}` is created or set up after a suspension point that follows the check that "
         "found it missing, with no lock held across both. Two tasks that both find it missing "
         "both create it: the second replaces the first, which leaks if it owns an external "
-        "resource (a process, a browser, a billed sandbox). If it does, hold one "
+        "resource (a process, a browser, a billed sandbox). If it owns such a resource, hold one "
         "`asyncio.Lock` across the check and the write, or share one creating task."
     )
     why: ClassVar[str] = (

@@ -5,7 +5,8 @@
 IL001 is not a visitor: the engine runs it after the other rules (``_engine``), over the
 file's directives and the findings of every rule before suppression, because only then is it
 known what a directive suppressed. The class holds its code, its selection and its
-documentation, as every rule's class does.
+documentation, as every rule's class does. Its findings are the only fixable ones: the engine
+gives each the edit that removes its unused codes (``Finding.fix``), which ``--fix`` applies.
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ class FlagUnusedNoqa(Rule):
         "`IL001` (or `IL0`, `IL00`) is never reported: IL001 is reported on the directive's own "
         "line, so that directive suppresses it like any code. Used means used in this run, with "
         "its configuration: a directive for a finding that only another `target-version` or "
-        "`sharing` reports is unused in this one."
+        "`sharing` reports is unused in this one. `interlace lint --fix` removes the unused "
+        "codes, and the whole directive when none is left, as ruff's fix of `RUF100` does."
     )
     bad_example: ClassVar[str] = (
         "class Agent:\n"
