@@ -38,8 +38,8 @@ def _drop(key: str) -> Callable[[dict[str, Any]], None]:
 
 
 def _drop_context(entry: dict[str, Any]) -> None:
-    """An entry written before findings carried their context lines."""
-    del entry["f"][0][8]
+    """An entry written before findings carried their context lines and fix."""
+    del entry["f"][0][8:]
 
 
 @pytest.mark.parametrize(
@@ -59,6 +59,9 @@ def _drop_context(entry: dict[str, Any]) -> None:
         pytest.param(_set_in_finding(8, [[1]]), id="context-line-too-short"),
         pytest.param(_set_in_finding(8, "x"), id="context-a-string"),
         pytest.param(_drop_context, id="finding-without-context"),
+        pytest.param(_set_in_finding(9, [1, 1, 1, 2]), id="fix-too-short"),
+        pytest.param(_set_in_finding(9, [1, 1, 1, "2", ""]), id="fix-column-a-string"),
+        pytest.param(_set_in_finding(9, "remove"), id="fix-a-string"),
     ],
 )
 def test_a_cache_entry_of_the_wrong_shape_is_a_miss_and_is_rewritten(
