@@ -7,6 +7,7 @@ import concurrent.futures
 import contextlib
 import functools
 import gc
+import re
 import sys
 import time
 import traceback
@@ -629,6 +630,25 @@ def test_reports_contain_no_memory_addresses() -> None:
     assert failure.kind == "deadlock"
     assert "callback partial(print)" in failure.report
     assert " at 0x" not in failure.report
+
+
+async def _raises_a_message_of_three_lines() -> None:
+    async def worker() -> None:
+        await asyncio.sleep(0)
+        raise ValueError("balance -60\nassert -60 >= 0\n +  where -60 = account.balance")
+
+    await asyncio.gather(worker(), asyncio.sleep(0))
+
+
+def test_a_step_that_raised_is_one_line_of_the_schedule() -> None:
+    # pytest's rewritten assertions have messages of several lines; only the first goes in the
+    # step, and the whole message stays in the report's "Exception:" section.
+    failure = interlace.explore(_raises_a_message_of_three_lines, max_schedules=1, seed=0).failure
+    assert failure is not None
+    steps = failure.report.split("\n\nException:")[0].splitlines()[1:]
+    assert all(re.match(r"  +\d+\. ", step) for step in steps), steps
+    assert any(step.endswith("-> raised ValueError: balance -60 ...") for step in steps)
+    assert "+  where -60 = account.balance" in failure.report
 
 
 async def _anyio_lock_order_deadlock() -> None:

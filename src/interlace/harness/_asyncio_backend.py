@@ -100,7 +100,7 @@ class _Recorder:
                     where = _raised_at(exc).rpartition(" raised ")[0]
                     suspended = f"{where} (the run ended here)".strip()
                 elif exc is not None:
-                    suspended = f"raised {type(exc).__name__}: {exc}"
+                    suspended = _raised(exc)
                 else:
                     suspended = "finished"
             else:
@@ -114,6 +114,16 @@ class _Recorder:
             handle._run()
             suspended = ""
         self.records.append(StepRecord(step, name, action, resumed, suspended, deviation))
+
+
+def _raised(exc: BaseException) -> str:
+    """``raised Type: message`` on one line, for a step of the schedule: a message of several
+    lines (pytest's rewritten assertions) is cut after its first, with `` ...``."""
+    text = str(exc)
+    first, _, rest = text.partition("\n")
+    return (
+        f"raised {type(exc).__name__}" + (f": {first}" if first else "") + (" ..." if rest else "")
+    )
 
 
 def _callable_name(callback: Any) -> str:
@@ -424,8 +434,7 @@ def _hang_detail(
 def _overtime_detail(loop: ControlledEventLoop, kind: str, exception: BaseException | None) -> str:
     """The hang report of a run that failed in overtime (see ``_loop``'s ``_out_of_steps``)."""
     if kind == "exception" and exception is not None:
-        text = str(exception).splitlines()[0] if str(exception) else ""
-        ended = f"raised {type(exception).__name__}" + (f": {text}" if text else "")
+        ended = _raised(exception)
     else:
         ended = f"ended in a {kind}"
     lines = [
