@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import sys
 from pathlib import Path
 
@@ -20,3 +21,17 @@ def put(root: Path, name: str, text: str) -> Path:
 def feed_stdin(monkeypatch: pytest.MonkeyPatch, data: bytes) -> None:
     """Make ``data`` what ``interlace lint -`` reads from standard input, byte for byte."""
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+
+
+SARIF_SCHEMA = Path(__file__).parent / "sarif-schema-2.1.0.json"
+"""The official OASIS SARIF 2.1.0 schema (see test_lint_output.py for its provenance)."""
+
+
+def sarif_schema_errors(log: object) -> list[str]:
+    """What makes ``log`` (a parsed SARIF log) invalid against the SARIF 2.1.0 schema, sorted;
+    empty when it is valid."""
+    import jsonschema
+
+    schema = json.loads(SARIF_SCHEMA.read_text(encoding="utf-8"))
+    validator = jsonschema.Draft4Validator(schema)
+    return sorted(str(error.message) for error in validator.iter_errors(log))

@@ -14,11 +14,12 @@ among its ancestor directories (:class:`ConfigResolver`); settings are not merge
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import re
 import tomllib
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from interlace.errors import ConfigError
@@ -133,6 +134,48 @@ class LintConfig:
     def with_overrides(self, **changes: object) -> LintConfig:
         """Return a copy with the given fields replaced (command-line flags win over files)."""
         return replace(self, **changes)  # type: ignore[arg-type]
+
+    def describe(self) -> str:
+        """Return every setting but ``source`` as ``key = value`` lines (``--show-settings``),
+        in a stable form: the keys of ``[tool.interlace.lint]`` (``exclude`` holds
+        ``extend-exclude`` too), TOML values, sets sorted, one item per line."""
+        lines = []
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if item.name == "source":
+                continue
+            if item.name == "target_version":
+                text = json.dumps(f"py{value[0]}{value[1]}")
+            elif item.name == "per_file_ignores":
+                text = _block(
+                    "{", [f"{json.dumps(glob)} = {_inline(codes)}" for glob, codes in value], "}"
+                )
+            elif isinstance(value, (tuple, frozenset)):
+                text = _block(
+                    "[",
+                    [
+                        json.dumps(v)
+                        for v in (sorted(value) if isinstance(value, frozenset) else value)
+                    ],
+                    "]",
+                )
+            elif isinstance(value, bool):
+                text = "true" if value else "false"
+            else:
+                text = json.dumps(str(value))
+            lines.append(f"{item.name.replace('_', '-')} = {text}\n")
+        return "".join(lines)
+
+
+def _inline(values: Iterable[str]) -> str:
+    return "[" + ", ".join(json.dumps(value) for value in values) + "]"
+
+
+def _block(opening: str, items: Sequence[str], closing: str) -> str:
+    """``items`` between brackets, one per line (nothing between them when empty)."""
+    if not items:
+        return opening + closing
+    return opening + "\n" + "".join(f"    {item},\n" for item in items) + closing
 
 
 def parse_target_version(value: object, *, where: str) -> tuple[int, int]:

@@ -31,17 +31,49 @@ from interlace.linters._config import (
     selected_codes,
 )
 from interlace.linters._engine import FileError, FileResult, Finding, lint_source
-from interlace.linters._files import Exclusion, collect_files, excluded_file, per_file_matcher
+from interlace.linters._files import (
+    Exclusion,
+    FileSet,
+    collect_files,
+    excluded_file,
+    per_file_matcher,
+)
 from interlace.linters._noqa import fix_unused_noqa, replace_file
 from interlace.linters._rule import LintContext
 
-__all__ = ("STDIN", "LintResult", "lint_paths", "lint_stdin")
+__all__ = (
+    "STDIN",
+    "FileSelection",
+    "FileSettings",
+    "FixedFile",
+    "LintResult",
+    "collect_paths",
+    "lint_paths",
+    "lint_stdin",
+)
 
 STDIN = "-"
 """The path that stands for standard input, and its name when ``--stdin-filename`` gives none."""
 
 _SERIAL_BELOW = 16
 """Fewer files than this are linted in-process: starting workers costs more than it saves."""
+
+
+@dataclass(frozen=True, slots=True)
+class FixedFile:
+    """A file the fixes changed (or, with ``diff``, would change).
+
+    Attributes:
+        filename: its name in the findings (``-`` for standard input without a name).
+        original: its content as linted.
+        fixed: its content with the fixes applied.
+        count: how many findings the fixes fix.
+    """
+
+    filename: str
+    original: bytes
+    fixed: bytes
+    count: int
 
 
 @dataclass
@@ -56,6 +88,8 @@ class LintResult:
         cached: how many of them were answered from the cache.
         parsed: how many were parsed (the others were skipped by the pre-filter or the cache).
         fixed: how many findings ``fix`` fixed (they are not in ``findings``).
+        fixed_files: the files ``fix`` changed (with ``diff``: would change), in the order of
+            the run.
         config: the run's base settings: those found from the working directory (or given),
             which every file without a closer configuration used.
         source: for :func:`lint_stdin`, the source read, with the fixes applied.
@@ -68,6 +102,7 @@ class LintResult:
     cached: int = 0
     parsed: int = 0
     fixed: int = 0
+    fixed_files: list[FixedFile] = field(default_factory=list)
     config: LintConfig = field(default_factory=LintConfig)
     source: bytes | None = None
 
@@ -344,9 +379,12 @@ def _fix_files(
     linted: dict[int, tuple[Path, str, tuple[str, ...], _Plan]],
     plans: _Plans,
     jobs: int | None,
-) -> int:
-    """Fix the files whose results have fixable findings, in place, and put the results of
-    the fixed files in ``ordered``; return how many findings were fixed.
+    *,
+    write: bool,
+) -> list[FixedFile]:
+    """Fix the files whose results have fixable findings, in place unless ``write`` is false
+    (``--diff``), and put the results of the fixed files in ``ordered``; return the files
+    fixed.
 
     A file is rewritten only if it still holds what was linted, both when it is read again to
     be fixed and just before it is replaced (an edit made meanwhile wins, and the file is
@@ -381,9 +419,15 @@ def _fix_files(
         item = (file_result.filename, fixed.data, codes)
         groups.setdefault(id(plan), (plan.context, []))[1].append(item)
     relinted = _lint_groups(groups, jobs)
-    count = 0
+    done: list[FixedFile] = []
     for fix in fixes:
         file_result = ordered[fix.index]
+        new_result = relinted[file_result.filename]
+        changed = FixedFile(file_result.filename, fix.original, fix.fixed, fix.count)
+        if not write:
+            ordered[fix.index] = new_result
+            done.append(changed)
+            continue
         try:
             # The real path: a symlink stays a symlink.
             written = replace_file(os.path.realpath(fix.path), fix.fixed, expected=fix.original)
@@ -397,12 +441,11 @@ def _fix_files(
                 "interlace lint --fix again",
             )
             continue
-        new_result = relinted[file_result.filename]
         ordered[fix.index] = new_result
-        count += fix.count
+        done.append(changed)
         if fix.cache is not None:
             fix.cache.put(content_key(fix.fixed, fix.codes), new_result)
-    return count
+    return done
 
 
 def _configs(
@@ -411,6 +454,91 @@ def _configs(
     if config is None:
         return ConfigResolver(load_config(find_config(Path.cwd())), overrides=overrides)
     return ConfigResolver(config, fixed=True, overrides=overrides)
+
+
+def _collect(
+    paths: Sequence[str | os.PathLike[str]], plans: _Plans, *, force_exclude: bool
+) -> tuple[FileSet, list[FileError]]:
+    """The files a run covers, and an error for each path that does not exist and each
+    directory that could not be listed."""
+    base = plans.configs.base
+    cwd = Path.cwd()
+    # respect-gitignore decides the walk, so as in ruff it is read from the base configuration.
+    fileset = collect_files(
+        paths,
+        root=base.root,
+        respect_gitignore=base.respect_gitignore,
+        force_exclude=force_exclude,
+        exclusion_for=plans.exclusion,
+    )
+    errors = [
+        FileError(missing, 0, 0, "no such file or directory", "io") for missing in fileset.missing
+    ]
+    errors.extend(
+        FileError(_display(Path(directory), cwd), 0, 0, message, "io")
+        for directory, message in fileset.unreadable
+    )
+    return fileset, errors
+
+
+@dataclass(frozen=True, slots=True)
+class FileSettings:
+    """The settings one file is linted with.
+
+    Attributes:
+        config: its configuration, with the command line's overrides applied.
+        codes: the codes enabled for it: the configuration's selection, less the codes its
+            ``per-file-ignores`` disable for this file.
+    """
+
+    config: LintConfig
+    codes: tuple[str, ...]
+
+
+@dataclass
+class FileSelection:
+    """The files a lint run covers, found exactly as :func:`lint_paths` finds them, but not
+    read or linted (``--show-files``, ``--show-settings``).
+
+    Attributes:
+        files: each file once, absolute and normalised lexically (symlinks are not followed),
+            sorted component by component as ruff sorts them.
+        errors: the paths that do not exist and the directories that could not be listed.
+        config: the run's base settings, as :attr:`LintResult.config`.
+    """
+
+    files: list[Path]
+    errors: list[FileError]
+    config: LintConfig
+    _plans: _Plans = field(repr=False)
+
+    def settings(self, path: Path) -> FileSettings:
+        """Return the settings the file ``path`` is linted with.
+
+        Raises:
+            ConfigError: the configuration that applies to ``path`` is invalid.
+        """
+        config = self._plans.configs.for_file(path)
+        return FileSettings(config, _file_codes(self._plans.of(config), path))
+
+
+def collect_paths(
+    paths: Sequence[str | os.PathLike[str]] = (),
+    *,
+    config: LintConfig | None = None,
+    overrides: Callable[[LintConfig], LintConfig] | None = None,
+    force_exclude: bool = False,
+) -> FileSelection:
+    """Find the files :func:`lint_paths` would lint with the same arguments, without linting
+    them.
+
+    Raises:
+        ConfigError: as for :func:`lint_paths`.
+    """
+    plans = _Plans(_configs(config, overrides), use_cache=False)
+    fileset, errors = _collect(paths, plans, force_exclude=force_exclude)
+    files = sorted(Path(os.path.normpath(path)) for path in fileset.files)
+    return FileSelection(files, errors, plans.configs.base, plans)
 
 
 def lint_paths(
@@ -422,6 +550,7 @@ def lint_paths(
     use_cache: bool = True,
     force_exclude: bool = False,
     fix: bool = False,
+    diff: bool = False,
 ) -> LintResult:
     """Lint files and directories with the configured rules.
 
@@ -440,6 +569,8 @@ def lint_paths(
         fix: rewrite the files with fixable findings (IL001's unused ``# noqa`` codes) and
             report the findings left; a file that cannot be fixed is left as it is, with an
             error.
+        diff: fix as ``fix`` does, but write nothing (``--diff``): ``fixed_files`` holds what
+            each file would become, and ``findings`` what would be left.
 
     Returns:
         The findings and errors of the run; exit-code policy is the caller's.
@@ -449,22 +580,11 @@ def lint_paths(
             ``sharing = "declared"`` with no class declared.
     """
     configs = _configs(config, overrides)
-    base = configs.base
     plans = _Plans(configs, use_cache=use_cache)
     cwd = Path.cwd()
-    result = LintResult(config=base)
-    # respect-gitignore decides the walk, so as in ruff it is read from the base configuration.
-    fileset = collect_files(
-        paths,
-        root=base.root,
-        respect_gitignore=base.respect_gitignore,
-        force_exclude=force_exclude,
-        exclusion_for=plans.exclusion,
-    )
-    for missing in fileset.missing:
-        result.errors.append(FileError(missing, 0, 0, "no such file or directory", "io"))
-    for directory, message in fileset.unreadable:
-        result.errors.append(FileError(_display(Path(directory), cwd), 0, 0, message, "io"))
+    result = LintResult(config=configs.base)
+    fileset, result.errors = _collect(paths, plans, force_exclude=force_exclude)
+    fix = fix or diff
     ordered: list[FileResult | None] = []
     pending: list[tuple[int, str, str, ResultCache | None]] = []
     # What each linted file was linted as, by its index in ``ordered``, for ``fix``.
@@ -502,7 +622,8 @@ def lint_paths(
         assert maybe is not None
         done.append(maybe)
     if fix:
-        result.fixed = _fix_files(done, linted, plans, jobs)
+        result.fixed_files = _fix_files(done, linted, plans, jobs, write=not diff)
+        result.fixed = sum(fixed.count for fixed in result.fixed_files)
     plans.save()
     for file_result in done:
         result.add(file_result)
@@ -532,7 +653,8 @@ def lint_stdin(
         config, overrides: as for :func:`lint_paths`.
         force_exclude: skip the source (no file is linted) when ``exclude`` or ``.gitignore``
             skips ``filename``, as ruff does.
-        fix: apply the fixes to the source; ``source`` in the result holds it either way.
+        fix: apply the fixes to the source; ``source`` in the result holds it either way, and
+            ``fixed_files`` the source before and after when a fix changed it.
 
     Returns:
         The findings and errors, and the (fixed) source.
@@ -562,5 +684,6 @@ def lint_stdin(
         elif fixed.fixed:
             file_result = _lint_chunk([(name, fixed.data, codes)], plan.context)[0]
             result.fixed, result.source = fixed.fixed, fixed.data
+            result.fixed_files.append(FixedFile(name, data, fixed.data, fixed.fixed))
     result.add(file_result)
     return result

@@ -1,18 +1,31 @@
 """``interlace lint``: the command-line front end of the linter.
 
-Findings go to stdout in the chosen format; the summary and every error (unreadable or
-unparsable files, bad configuration) go to stderr. Exit codes: 0 clean, 1 findings, 2 usage,
-configuration, parse or internal error (``--exit-zero`` turns only findings into 0).
+Findings go to stdout in the chosen format (or to ``--output-file``); the summary and every
+error (unreadable or unparsable files, bad configuration) go to stderr. Exit codes: 0 clean, 1
+findings, 2 usage, configuration, parse or internal error (``--exit-zero`` turns only findings
+into 0). ``--quiet`` prints the findings and errors only; ``--silent`` prints nothing but what a
+mode exists to produce (a diff, a file list, settings, the fixed source of standard input) and
+errors that stop the run, as in ruff.
 ``--add-noqa`` prints no findings: it suppresses them in place (``_noqa``) and exits 1 only for
-findings it could not suppress. ``--fix`` fixes what can be fixed in place and reports the rest.
+findings it could not suppress. ``--fix`` fixes what can be fixed in place and reports the rest;
+``--fix-only`` fixes and reports nothing but errors; ``--diff`` prints what ``--fix`` would
+change and exits 1 if it would change anything; ``--exit-non-zero-on-fix`` exits 1 when
+something was fixed. ``--show-files`` and ``--show-settings`` lint nothing: they print the files
+a run would lint, or the settings of the first of them.
 ``-`` (or ``--stdin-filename``) lints standard input; with ``--fix`` the fixed source goes to
-stdout and the findings to stderr, as in ruff.
+stdout and the findings to stderr (or ``--output-file``), as in ruff.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
+import io
+import os
+import re
+import stat
 import sys
+import tokenize
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
@@ -21,8 +34,8 @@ from interlace.errors import ConfigError
 
 if TYPE_CHECKING:
     from interlace.linters._config import LintConfig
-    from interlace.linters._engine import FileError
-    from interlace.linters._run import LintResult
+    from interlace.linters._engine import FileError, Finding
+    from interlace.linters._run import FileSelection, FixedFile, LintResult
 
 __all__ = ("add_parser", "lint_main", "run")
 
@@ -126,7 +139,38 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         "--statistics", action="store_true", help="print counts per code instead of findings"
     )
     parser.add_argument(
-        "--exit-zero", action="store_true", help="exit 0 even when there are findings"
+        "-o",
+        "--output-file",
+        metavar="PATH",
+        help=(
+            "write what would go to stdout (findings, diff, file list) to PATH, created even "
+            "when empty; the summary and errors stay on stderr"
+        ),
+    )
+    # ruff's -e is --exit-zero: a ruff user's -e must not mean the opposite here.
+    parser.add_argument(
+        "-e", "--exit-zero", action="store_true", help="exit 0 even when there are findings"
+    )
+    parser.add_argument(
+        "--exit-non-zero-on-fix",
+        action="store_true",
+        help="exit 1 if anything was fixed, even when no finding is left",
+    )
+    verbosity = parser.add_mutually_exclusive_group()
+    verbosity.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="print the findings and errors only: no summary, hint or warning",
+    )
+    verbosity.add_argument(
+        "-s",
+        "--silent",
+        action="store_true",
+        help=(
+            "print no findings, summary or file errors, only set the exit code (a diff, file "
+            "list or fixed source still prints)"
+        ),
     )
     parser.add_argument(
         "--fix",
@@ -135,6 +179,29 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
             "remove the unused codes IL001 reports from '# noqa' directives, in place (IL001 "
             "is the only fixable rule), and report the findings left"
         ),
+    )
+    parser.add_argument(
+        "--fix-only",
+        action="store_true",
+        help="fix as --fix does, but report no finding and exit 0 for those left",
+    )
+    parser.add_argument(
+        "--diff",
+        action="store_true",
+        help=(
+            "print a unified diff of what --fix would change, write nothing and report no "
+            "finding; exit 1 if there is a diff"
+        ),
+    )
+    parser.add_argument(
+        "--show-files",
+        action="store_true",
+        help="print the files a run would lint, sorted absolute paths, and exit without linting",
+    )
+    parser.add_argument(
+        "--show-settings",
+        action="store_true",
+        help="print the settings of the first file a run would lint, and exit without linting",
     )
     parser.add_argument(
         "--stdin-filename",
@@ -192,7 +259,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return parser
 
 
-def _explain(code: str, out: TextIO, err: TextIO) -> int:
+def _explain(code: str, out: _Output, err: TextIO) -> int:
     from interlace.linters._output import rule_help
     from interlace.linters.rules import rules_by_code
 
@@ -321,15 +388,83 @@ def _stdin_conflict(args: argparse.Namespace, how: str) -> str | None:
             f"--add-noqa cannot be combined with standard input ({how}): it edits files in "
             "place; run it on the file itself"
         )
+    shown = _show_flag(args)
+    if shown is not None:
+        # As in ruff, which refuses --stdin-filename with them.
+        return (
+            f"{shown} cannot be combined with standard input ({how}): it shows what a run "
+            "over files would use; name the files or directories instead"
+        )
+    return None
+
+
+def _show_flag(args: argparse.Namespace) -> str | None:
+    """``--show-files`` or ``--show-settings``, whichever is given, or ``None``."""
+    if args.show_files:
+        return "--show-files"
+    if args.show_settings:
+        return "--show-settings"
+    return None
+
+
+def _mode_conflict(args: argparse.Namespace) -> str | None:
+    """Why flags cannot be combined (those with ``--add-noqa``: :func:`_add_noqa_conflict`).
+
+    The pairs ruff refuses, and two it accepts: ``--fix-only`` with ``--statistics`` (ruff then
+    counts the findings ``--fix-only`` says it does not report) and ``--diff`` with ``--format``
+    (ruff ignores the format).
+    """
+    if args.exit_zero and args.exit_non_zero_on_fix:
+        return (
+            "--exit-zero cannot be combined with --exit-non-zero-on-fix: one exits 0 and the "
+            "other 1 when something is fixed; drop one"
+        )
+    shown = _show_flag(args)
+    if args.show_files and args.show_settings:
+        return "--show-files cannot be combined with --show-settings; run them separately"
+    if shown is not None and args.statistics:
+        return (
+            f"{shown} cannot be combined with --statistics: {shown} lints nothing, so there is "
+            "nothing to count; run them separately"
+        )
+    if shown is not None:
+        return None  # as in ruff, --show-* wins over --fix, --diff, --format
+    if args.diff and args.statistics:
+        return (
+            "--diff cannot be combined with --statistics: --diff prints what --fix would "
+            "change, not findings to count; run them separately"
+        )
+    if args.diff and args.format is not None:
+        return (
+            f"--diff cannot be combined with --format {args.format}: --diff prints a unified "
+            "diff, not findings; drop --format"
+        )
+    if args.fix_only and args.statistics:
+        return (
+            "--fix-only cannot be combined with --statistics: --fix-only reports no findings "
+            "to count; use --fix --statistics to count the findings left after fixing"
+        )
     return None
 
 
 def _add_noqa_conflict(args: argparse.Namespace) -> str | None:
     """Why a flag makes no sense with ``--add-noqa`` (``--exit-zero`` is harmless and allowed)."""
-    if args.fix:
+    for flag, given in (("--fix", args.fix), ("--fix-only", args.fix_only)):
+        if given:
+            return (
+                f"--add-noqa cannot be combined with {flag}: {flag} removes unused directives "
+                f"and --add-noqa adds them; run {flag} first, then --add-noqa"
+            )
+    if args.diff:
         return (
-            "--add-noqa cannot be combined with --fix: --fix removes unused directives and "
-            "--add-noqa adds them; run --fix first, then --add-noqa"
+            "--add-noqa cannot be combined with --diff: --diff changes nothing and --add-noqa "
+            "edits files in place; run --diff on its own to see what --fix would change"
+        )
+    shown = _show_flag(args)
+    if shown is not None:
+        return (
+            f"--add-noqa cannot be combined with {shown}: {shown} lints nothing; run them "
+            "separately"
         )
     if args.explain is not None:
         return (
@@ -346,6 +481,11 @@ def _add_noqa_conflict(args: argparse.Namespace) -> str | None:
             "--add-noqa cannot be combined with --statistics: --add-noqa prints no findings to "
             "count; run --statistics before it to see what it will suppress"
         )
+    if args.output_file is not None:
+        return (
+            f"--add-noqa cannot be combined with --output-file {args.output_file!r}: --add-noqa "
+            "writes no report, only directives into the files; drop --output-file"
+        )
     return None
 
 
@@ -355,36 +495,136 @@ def _print_errors(errors: Sequence[FileError], err: TextIO) -> None:
         print(f"{place}: error: {error.message}", file=err)
 
 
+class _Discard(io.StringIO):
+    """A stream that keeps nothing: where ``--quiet`` and ``--silent`` send what they drop."""
+
+    def write(self, text: str, /) -> int:
+        return len(text)
+
+
+def _output_file_problem(value: str) -> str | None:
+    """Why ``--output-file value`` cannot be written, found before anything is linted, or
+    ``None``. Its missing directories are created, as ruff does (``-o reports/lint.sarif`` in
+    a fresh CI checkout)."""
+    if not value:
+        return (
+            "--output-file is empty; pass the path of the file to write the report to, e.g. "
+            "-o interlace.sarif"
+        )
+    path = Path(value)
+    directory = path.parent
+    if path.is_dir():
+        return (
+            f"--output-file {value!r} is a directory; pass the path of a file to write the "
+            f"report to, e.g. {os.path.join(value, 'interlace.sarif')!r}"
+        )
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return (
+            f"cannot write --output-file {value!r}: cannot create its directory "
+            f"{str(directory)!r} ({exc.strerror or exc}); pass a path in a directory you can "
+            "write to"
+        )
+    target, what = (path, "the file") if path.exists() else (directory, "its directory")
+    if not os.access(target, os.W_OK):
+        return (
+            f"cannot write --output-file {value!r}: {what} {str(target)!r} is not writable; "
+            "pass a path you can write to"
+        )
+    return None
+
+
+def _remove_partial(path: str) -> bool:
+    """Remove the regular file ``path`` (never a device such as /dev/stdout); whether it
+    was removed."""
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return False
+        os.unlink(path)
+    except OSError:
+        return False
+    return True
+
+
+class _Output:
+    """Where a run's result goes (the findings, a diff, a file list, settings): a stream, or
+    ``--output-file``, written once the run has a result.
+
+    Invariant: with a path, the file is written only if :meth:`write` was called, so a run
+    stopped by an error before it had a result leaves the file as it was.
+    """
+
+    def __init__(self, stream: TextIO, path: str | None) -> None:
+        self._stream = stream
+        self._path = path
+        self._parts: list[str] | None = None
+
+    def write(self, text: str) -> None:
+        if self._path is None:
+            self._stream.write(text)
+        elif self._parts is None:
+            self._parts = [text]
+        else:
+            self._parts.append(text)
+
+    def close(self, err: TextIO) -> bool:
+        """Write the result to ``--output-file``, if any; ``False`` (reported on ``err``)
+        when that failed, after removing what was written of it."""
+        if self._path is None or self._parts is None:
+            return True
+        data = "".join(self._parts).encode("utf-8", errors="surrogateescape")
+        opened = False
+        try:
+            with open(self._path, "wb") as handle:
+                opened = True
+                handle.write(data)
+        except OSError as exc:
+            removed = opened and _remove_partial(self._path)
+            print(
+                f"interlace lint: error: cannot write --output-file {self._path!r}: "
+                f"{exc.strerror or exc}"
+                + ("; the incomplete file was removed" if removed else "")
+                + "; check the path, its permissions and the free space, then run again",
+                file=err,
+            )
+            return False
+        return True
+
+
 def _exit_code(
-    errors: Sequence[FileError], findings: int, args: argparse.Namespace, err: TextIO
+    errors: Sequence[FileError], left: int, fixed: int, args: argparse.Namespace, log: TextIO
 ) -> int:
-    """2 after errors (summed up on ``err``), else 1 for findings left unless ``--exit-zero``."""
+    """2 after errors (summed up on ``log``), else 1 for ``left`` findings (or diffs) unless
+    ``--exit-zero``, or for ``fixed`` ones with ``--exit-non-zero-on-fix``."""
     if errors:
         noun = "error" if len(errors) == 1 else "errors"
-        print(f"{len(errors)} {noun}: some files were not linted completely.", file=err)
+        print(f"{len(errors)} {noun}: some files were not linted completely.", file=log)
         return EXIT_ERROR
-    if findings and not args.exit_zero:
+    if args.exit_zero:
+        return EXIT_CLEAN
+    if left or (fixed and args.exit_non_zero_on_fix):
         return EXIT_FINDINGS
     return EXIT_CLEAN
 
 
-def _add_noqa(result: LintResult, args: argparse.Namespace, err: TextIO) -> int:
+def _add_noqa(result: LintResult, args: argparse.Namespace, log: TextIO, problems: TextIO) -> int:
     from interlace.linters._noqa import add_noqa
 
-    _print_errors(result.errors, err)
+    _print_errors(result.errors, problems)
     done = add_noqa(result.findings)
     for line in done.unsuppressed:
         place = f"{line.filename}:{line.row}" if line.row else line.filename
         codes = ", ".join(line.codes)
-        print(f"{place}: warning: cannot add '# noqa: {codes}': {line.reason}", file=err)
+        print(f"{place}: warning: cannot add '# noqa: {codes}': {line.reason}", file=problems)
     # ruff's wording; ruff says nothing when it added none, but a silent success reads as
     # "did it run?" in a CI log, so the count is printed always.
-    print(f"Added {done.added} noqa directive{'s' * (done.added != 1)}.", file=err)
+    print(f"Added {done.added} noqa directive{'s' * (done.added != 1)}.", file=log)
     left = sum(line.findings for line in done.unsuppressed)
     if left:
         noun = "finding is" if left == 1 else "findings are"
-        print(f"{left} {noun} left unsuppressed: see the warnings above.", file=err)
-    return _exit_code(result.errors, left, args, err)
+        print(f"{left} {noun} left unsuppressed: see the warnings above.", file=log)
+    return _exit_code(result.errors, left, 0, args, log)
 
 
 def _read_stdin() -> bytes:
@@ -416,54 +656,266 @@ def _write_source(data: bytes, out: TextIO) -> None:
     buffer.flush()
 
 
-def _summary(result: LintResult, args: argparse.Namespace, err: TextIO) -> None:
+def _checked(result: LintResult) -> str:
+    files = f"{result.files} file{'s' * (result.files != 1)}"
+    cached = f", {result.cached} from cache" if result.cached else ""
+    return f"{files} checked{cached}"
+
+
+def _summary(result: LintResult, args: argparse.Namespace, log: TextIO) -> None:
     """The line after the findings: how many (fixed and remaining, as ruff counts them), of how
     many files, and how many of those ``--fix`` would fix."""
     findings = result.findings
-    files = f"{result.files} file{'s' * (result.files != 1)}"
-    cached = f", {result.cached} from cache" if result.cached else ""
+    checked = _checked(result)
+    if args.fix_only:
+        # ruff prints "Fixed N errors." and nothing when it fixed none; as for --add-noqa, a
+        # silent success reads as "did it run?" in a CI log.
+        if result.fixed:
+            noun = "finding" if result.fixed == 1 else "findings"
+            print(f"Fixed {result.fixed} {noun} ({checked}).", file=log)
+        else:
+            print(f"No findings fixed ({checked}).", file=log)
+        return
     if result.fixed:
         total = result.fixed + len(findings)
         noun = "finding" if total == 1 else "findings"
         print(
-            f"Found {total} {noun} ({result.fixed} fixed, {len(findings)} remaining; "
-            f"{files} checked{cached}).",
-            file=err,
+            f"Found {total} {noun} ({result.fixed} fixed, {len(findings)} remaining; {checked}).",
+            file=log,
         )
     elif findings:
         noun = "finding" if len(findings) == 1 else "findings"
-        print(f"Found {len(findings)} {noun} ({files} checked{cached}).", file=err)
+        print(f"Found {len(findings)} {noun} ({checked}).", file=log)
     elif not result.errors:
-        print(f"All checks passed ({files} checked{cached}).", file=err)
+        print(f"All checks passed ({checked}).", file=log)
     fixable = sum(f.fix is not None for f in findings)
     if fixable and not args.fix:
-        print(f"[*] {fixable} fixable with `--fix`.", file=err)
+        print(f"[*] {fixable} fixable with `--fix`.", file=log)
+
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+"""A line of source with its line break, as the engine splits lines (``LINE_BREAK``)."""
+
+
+def _source_lines(data: bytes) -> list[str]:
+    """The lines of a file's bytes, decoded as Python decodes them, with their line breaks."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        text = data.decode(encoding)
+    except (SyntaxError, LookupError, UnicodeDecodeError):
+        text = data.decode("utf-8", errors="surrogateescape")
+    return _LINE.findall(text)
+
+
+def _unified_diff(fixed: FixedFile, *, header: bool) -> str:
+    """What ``--diff`` prints for a file, as ruff prints it: a unified diff with three lines
+    of context (``\\ No newline at end of file`` after a last line without one), then an
+    empty line; without ``header`` no ``---``/``+++`` lines, as ruff prints standard input
+    that has no name."""
+    name = fixed.filename
+    lines = difflib.unified_diff(
+        _source_lines(fixed.original), _source_lines(fixed.fixed), name, name
+    )
+    parts = []
+    for index, line in enumerate(lines):
+        if index < 2 and not header:
+            continue
+        parts.append(line)
+        if not line.endswith(("\n", "\r")):
+            parts.append("\n\\ No newline at end of file\n")
+    parts.append("\n")
+    return "".join(parts)
+
+
+def _diff(
+    result: LintResult,
+    args: argparse.Namespace,
+    output: _Output,
+    log: TextIO,
+    problems: TextIO,
+) -> int:
+    """Print what ``--fix`` would change; 1 if it would change anything."""
+    from interlace.linters._run import STDIN
+
+    # ruff prints standard input without --stdin-filename with no header.
+    header = not (STDIN in args.paths and args.stdin_filename is None)
+    # Sorted by path, as ruff sorts its diffs.
+    for fixed in sorted(result.fixed_files, key=lambda f: Path(os.path.abspath(f.filename))):
+        output.write(_unified_diff(fixed, header=header))
+    _print_errors(result.errors, problems)
+    if result.fixed:
+        noun = "finding" if result.fixed == 1 else "findings"
+        print(f"Would fix {result.fixed} {noun} ({_checked(result)}).", file=log)
+    else:
+        # ruff prints nothing here; see _summary on --fix-only.
+        print(f"No findings would be fixed ({_checked(result)}).", file=log)
+    return _exit_code(result.errors, len(result.fixed_files), result.fixed, args, log)
+
+
+def _report(
+    findings: Sequence[Finding], result: LintResult, args: argparse.Namespace, output: _Output
+) -> None:
+    """Write ``findings`` and the files that could not be linted in the chosen format."""
+    from interlace import __version__
+    from interlace.linters import _output
+    from interlace.linters.rules import all_rules
+
+    rules = all_rules()
+    if args.statistics and args.format == "json":
+        output.write(_output.format_statistics_json(findings, rules))
+    elif args.statistics:
+        output.write(_output.format_statistics(findings, rules))
+    elif args.format == "json":
+        output.write(_output.format_json(findings, result.errors))
+    elif args.format == "sarif":
+        output.write(
+            _output.format_sarif(
+                findings, result.errors, rules, root=result.config.root, version=__version__
+            )
+        )
+    elif args.format == "github":
+        output.write(_output.format_github(findings))
+        output.write(_output.format_github_errors(result.errors))
+    elif args.format == "concise":
+        output.write(_output.format_concise(findings))
+    else:
+        output.write(_output.format_text(findings))
+
+
+_NO_FILES = "interlace lint: warning: No Python files found under the given path(s)"
+
+
+def _show_files(selection: FileSelection, output: _Output, log: TextIO, problems: TextIO) -> int:
+    """Print the files a run would lint, as ruff's ``--show-files`` does: absolute, sorted."""
+    output.write("".join(f"{path}\n" for path in selection.files))
+    # Unlike ruff, which lists the others and exits 0, a path that names nothing is an
+    # error, as it is when linting.
+    _print_errors(selection.errors, problems)
+    if not selection.files and not selection.errors:
+        print(_NO_FILES, file=log)
+    return EXIT_ERROR if selection.errors else EXIT_CLEAN
+
+
+def _show_settings(
+    selection: FileSelection,
+    args: argparse.Namespace,
+    output: _Output,
+    problems: TextIO,
+    err: TextIO,
+) -> int:
+    """Print the settings of the first file a run would lint, as ruff's ``--show-settings``
+    does (its first line and the settings file's are ruff's).
+
+    Raises:
+        ConfigError: the configuration that applies to the file is invalid.
+    """
+    from interlace.linters.rules import rules_by_code
+
+    _print_errors(selection.errors, problems)
+    if not selection.files:
+        where = (
+            ", ".join(repr(path) for path in args.paths)
+            if args.paths
+            else f"the project root {str(selection.config.root)!r}"
+        )
+        print(
+            f"interlace lint: error: --show-settings found no Python file to lint under "
+            f"{where}, so it has no settings to show; name a Python file, e.g. "
+            "interlace lint --show-settings src/app.py",
+            file=err,
+        )
+        return EXIT_ERROR
+    path = selection.files[0]
+    settings = selection.settings(path)
+    config = settings.config
+    source = (
+        f'"{os.path.abspath(config.source)}"'
+        if config.source is not None
+        else "defaults (no pyproject.toml with a [tool.interlace] table applies)"
+    )
+    registry = rules_by_code()
+    enabled = "".join(f'    "{code}",  # {registry[code].name}\n' for code in settings.codes)
+    # The walk reads respect-gitignore from the base configuration only, as in ruff.
+    resolved = config.with_overrides(respect_gitignore=selection.config.respect_gitignore)
+    output.write(
+        f'Resolved settings for: "{path}"\n'
+        f"Settings path: {source}\n"
+        "\n"
+        "# Rules enabled for this file: select, extend-select and ignore, then per-file-ignores\n"
+        + (f"enabled = [\n{enabled}]\n" if enabled else "enabled = []\n")
+        + "\n# [tool.interlace.lint] of the settings file, with the command line's flags applied\n"
+        + resolved.describe()
+        + f"force-exclude = {'true' if args.force_exclude else 'false'}\n"
+    )
+    return EXIT_ERROR if selection.errors else EXIT_CLEAN
 
 
 def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Run ``interlace lint`` with parsed arguments and return the exit code."""
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
-    if args.add_noqa:
-        conflict = _add_noqa_conflict(args)
-        if conflict is not None:
-            print(f"interlace lint: error: {conflict}", file=err)
+    conflict = _add_noqa_conflict(args) if args.add_noqa else None
+    conflict = conflict or _mode_conflict(args)
+    if conflict is not None:
+        print(f"interlace lint: error: {conflict}", file=err)
+        return EXIT_ERROR
+    if args.output_file is not None:
+        problem = _output_file_problem(args.output_file)
+        if problem is not None:
+            print(f"interlace lint: error: {problem}", file=err)
             return EXIT_ERROR
+    fixing = args.fix or args.fix_only
+    if args.silent and not (args.diff or args.explain is not None or _show_flag(args) is not None):
+        # As in ruff, --silent drops the findings (in every format), but not what a mode
+        # exists to print: a diff, a file list, the settings, an explanation.
+        stream: TextIO = _Discard()
+    elif fixing and not args.diff and _stdin(args) is not None:
+        # As in ruff: stdout is the (fixed) source, for an editor to put back in its buffer,
+        # so the report goes to stderr.
+        stream = err
+    else:
+        stream = out
+    output = _Output(stream, args.output_file)
+    # --quiet keeps the findings and the errors about files; --silent only the errors that
+    # stop the run (usage, configuration), as in ruff.
+    log = _Discard() if args.quiet or args.silent else err
+    problems = _Discard() if args.silent else err
+    code = _lint(args, output, out=out, log=log, problems=problems, err=err)
+    if not output.close(err):
+        return EXIT_ERROR
+    return code
+
+
+def _lint(
+    args: argparse.Namespace,
+    output: _Output,
+    *,
+    out: TextIO,
+    log: TextIO,
+    problems: TextIO,
+    err: TextIO,
+) -> int:
+    """:func:`run` once the flags are known to fit together and the output is set up."""
     if args.explain is not None:
-        return _explain(args.explain, out, err)
+        return _explain(args.explain, output, err)
     stdin = _stdin(args)
     if stdin is not None:
         conflict = _stdin_conflict(args, stdin)
         if conflict is not None:
             print(f"interlace lint: error: {conflict}", file=err)
             return EXIT_ERROR
-    from interlace import __version__
-    from interlace.linters import _output
-    from interlace.linters._run import lint_paths, lint_stdin
-    from interlace.linters.rules import all_rules
+    from interlace.linters._run import collect_paths, lint_paths, lint_stdin
 
+    fixing = args.fix or args.fix_only or args.diff
     try:
         config, overrides = _resolve_config(args)
+        if _show_flag(args) is not None:
+            selection = collect_paths(
+                args.paths, config=config, overrides=overrides, force_exclude=args.force_exclude
+            )
+            if args.show_files:
+                return _show_files(selection, output, log, problems)
+            return _show_settings(selection, args, output, problems, err)
         if stdin is not None:
             result = lint_stdin(
                 _read_stdin(),
@@ -471,7 +923,7 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
                 config=config,
                 overrides=overrides,
                 force_exclude=args.force_exclude,
-                fix=args.fix,
+                fix=fixing,
             )
         else:
             result = lint_paths(
@@ -481,45 +933,27 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
                 jobs=args.jobs,
                 use_cache=not args.no_cache,
                 force_exclude=args.force_exclude,
-                fix=args.fix,
+                fix=args.fix or args.fix_only,
+                diff=args.diff,
             )
     except ConfigError as exc:
         print(f"interlace lint: error: {exc}", file=err)
         return EXIT_ERROR
     if result.files == 0 and not result.errors and stdin is None:
-        print("interlace lint: warning: No Python files found under the given path(s)", file=err)
+        print(_NO_FILES, file=log)
     if args.add_noqa:
-        return _add_noqa(result, args, err)
-    if stdin is not None and args.fix:
-        # As in ruff: stdout is the (fixed) source, for an editor to put back in its buffer,
-        # so the report goes to stderr.
+        return _add_noqa(result, args, log, problems)
+    if args.diff:
+        return _diff(result, args, output, log, problems)
+    if stdin is not None and fixing:
         assert result.source is not None
         _write_source(result.source, out)
-        out = err
-    rules = all_rules()
-    findings = result.findings
-    if args.statistics and args.format == "json":
-        out.write(_output.format_statistics_json(findings, rules))
-    elif args.statistics:
-        out.write(_output.format_statistics(findings, rules))
-    elif args.format == "json":
-        out.write(_output.format_json(findings, result.errors))
-    elif args.format == "sarif":
-        out.write(
-            _output.format_sarif(
-                findings, result.errors, rules, root=result.config.root, version=__version__
-            )
-        )
-    elif args.format == "github":
-        out.write(_output.format_github(findings))
-        out.write(_output.format_github_errors(result.errors))
-    elif args.format == "concise":
-        out.write(_output.format_concise(findings))
-    else:
-        out.write(_output.format_text(findings))
-    _print_errors(result.errors, err)
-    _summary(result, args, err)
-    return _exit_code(result.errors, len(findings), args, err)
+    # --fix-only reports no finding, but still the files that could not be linted.
+    findings = [] if args.fix_only else result.findings
+    _report(findings, result, args, output)
+    _print_errors(result.errors, problems)
+    _summary(result, args, log)
+    return _exit_code(result.errors, len(findings), result.fixed, args, log)
 
 
 def lint_main(argv: Sequence[str] | None = None) -> int:
