@@ -49,7 +49,7 @@ def output(capsys: pytest.CaptureFixture[str]) -> tuple[str, str]:
 # --- -o/--output-file ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("fmt", ["text", "concise", "json", "sarif", "github"])
+@pytest.mark.parametrize("fmt", ["text", "concise", "json", "sarif", "github", "gitlab"])
 def test_output_file_holds_what_stdout_would_and_the_summary_stays_on_stderr(
     project: Path, capsys: pytest.CaptureFixture[str], fmt: str
 ) -> None:

@@ -24,6 +24,7 @@ from interlace.linters._output import (
     escape_github_property,
     format_github,
     format_github_errors,
+    format_gitlab,
     format_json,
     format_sarif,
     format_statistics,
@@ -516,3 +517,51 @@ def test_the_text_example_in_the_docs_is_what_the_linter_prints() -> None:
     rules = [rule for rule in all_rules() if rule.code == "IL101"]
     result = lint_source(textwrap.dedent(source), rules, filename="app/pool.py")
     assert format_text(result.findings) == shown + "\n"
+
+
+def test_gitlab_code_quality_report_has_gitlabs_fields_and_paths_from_the_project_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path / "..")
+    monkeypatch.setenv("CI_PROJECT_DIR", str(tmp_path))
+    lock = Finding(**{**_fields(FINDING), "filename": str(tmp_path / "pkg" / "mod.py")})
+    twin = Finding(**{**_fields(lock), "row": 9, "end_row": 9})  # the same line text again
+    outside = Finding(**{**_fields(FINDING), "filename": "/elsewhere/x.py"})
+    error = FileError(str(tmp_path / "bad.py"), 0, 0, "cannot read the file", "io")
+    issues = json.loads(format_gitlab([lock, twin, outside], [error]))
+    assert issues[0] == {
+        "check_name": "IL201",
+        "description": f"IL201: {FINDING.message}",
+        "severity": "major",
+        "fingerprint": issues[0]["fingerprint"],
+        "location": {
+            "path": "pkg/mod.py",
+            "positions": {"begin": {"line": 5, "column": 22}, "end": {"line": 5, "column": 36}},
+        },
+    }
+    assert [issue["location"]["path"] for issue in issues] == [
+        "pkg/mod.py",
+        "pkg/mod.py",
+        "/elsewhere/x.py",
+        "bad.py",
+    ]
+    fingerprints = [issue["fingerprint"] for issue in issues]
+    assert len(set(fingerprints)) == 4  # GitLab tells issues apart by their fingerprint
+    assert (issues[3]["check_name"], issues[3]["severity"]) == ("io-error", "critical")
+    assert issues[3]["location"]["positions"]["begin"] == {"line": 1, "column": 1}
+
+
+def test_gitlab_fingerprints_survive_the_line_moving(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("CI_PROJECT_DIR", raising=False)
+    moved = Finding(**{**_fields(FINDING), "row": 40, "end_row": 40})
+    [before] = json.loads(format_gitlab([FINDING]))
+    [after] = json.loads(format_gitlab([moved]))
+    assert before["fingerprint"] == after["fingerprint"]
+    assert before["location"]["path"] == "pkg/mod.py"
+
+
+def test_gitlab_report_of_a_clean_run_is_an_empty_list() -> None:
+    assert json.loads(format_gitlab([])) == []

@@ -1,5 +1,5 @@
-"""Output formats: text (ruff's full format), concise, JSON (ruff's field names), SARIF 2.1.0 and
-GitHub workflow annotations."""
+"""Output formats: text (ruff's full format), concise, JSON (ruff's field names), SARIF 2.1.0,
+GitHub workflow annotations and GitLab's Code Quality report."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ __all__ = (
     "format_concise",
     "format_github",
     "format_github_errors",
+    "format_gitlab",
     "format_json",
     "format_sarif",
     "format_statistics",
@@ -34,7 +35,7 @@ __all__ = (
     "rule_markdown",
 )
 
-FORMATS = ("text", "concise", "json", "sarif", "github")
+FORMATS = ("text", "concise", "json", "sarif", "github", "gitlab")
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 ERROR_NAMES = {
     "syntax": "invalid-syntax",
@@ -532,6 +533,62 @@ def format_github_errors(errors: Sequence[FileError]) -> str:
         rendered = ",".join(f"{k}={escape_github_property(v)}" for k, v in props)
         out.append(f"::error {rendered}::{escape_github_data(e.message)}\n")
     return "".join(out)
+
+
+def _gitlab_path(filename: str, base: Path) -> str:
+    """``filename`` relative to ``base`` with ``/`` separators, or absolute outside it."""
+    path = _resolved(filename)
+    try:
+        return path.relative_to(base).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _gitlab_issue(
+    name: str, description: str, severity: str, path: str, span: tuple[int, int, int, int]
+) -> dict[str, Any]:
+    row, column, end_row, end_column = (max(value, 1) for value in span)
+    return {
+        "check_name": name,
+        "description": description,
+        "severity": severity,
+        "fingerprint": "",
+        "location": {
+            "path": path,
+            "positions": {
+                "begin": {"line": row, "column": column},
+                "end": {"line": end_row, "column": end_column},
+            },
+        },
+    }
+
+
+def format_gitlab(findings: Sequence[Finding], errors: Sequence[FileError] = ()) -> str:
+    """GitLab's Code Quality report (``artifacts: reports: codequality``), as ruff writes it:
+    a JSON list of issues with ``check_name`` (the code), ``description`` (``CODE: message``),
+    ``severity``, a stable ``fingerprint`` and the ``location``, its ``path`` relative to
+    ``$CI_PROJECT_DIR`` (else the working directory).
+
+    Findings are ``major``, as in ruff; a file that could not be linted is ``critical``, with
+    the ``code`` of ``ERROR_NAMES``. The fingerprints are SARIF's (code, path and the text of
+    the line, so they survive the line moving), which GitLab needs to tell new issues from old.
+    """
+    base = Path(os.environ.get("CI_PROJECT_DIR") or os.getcwd()).resolve()
+    paths = [_gitlab_path(f.filename, base) for f in findings]
+    issues = []
+    for f, path, fingerprint in zip(findings, paths, _fingerprints(findings, paths), strict=True):
+        span = (f.row, f.column, f.end_row, f.end_column)
+        issue = _gitlab_issue(f.code, f"{f.code}: {f.message}", "major", path, span)
+        issue["fingerprint"] = fingerprint
+        issues.append(issue)
+    for e in errors:
+        path = _gitlab_path(e.filename, base)
+        name = ERROR_NAMES.get(e.kind, ERROR_NAMES["internal"])
+        issue = _gitlab_issue(name, f"{name}: {e.message}", "critical", path, (e.row, e.column) * 2)
+        digest = hashlib.sha256("\0".join((name, path, e.message)).encode()).hexdigest()[:32]
+        issue["fingerprint"] = digest
+        issues.append(issue)
+    return json.dumps(issues, indent=2) + "\n"
 
 
 def _by_count(findings: Sequence[Finding]) -> list[tuple[str, int]]:

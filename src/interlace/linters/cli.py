@@ -776,6 +776,8 @@ def _report(
     elif args.format == "github":
         output.write(_output.format_github(findings))
         output.write(_output.format_github_errors(result.errors))
+    elif args.format == "gitlab":
+        output.write(_output.format_gitlab(findings, result.errors))
     elif args.format == "concise":
         output.write(_output.format_concise(findings))
     else:
