@@ -77,6 +77,10 @@ async def short():
     pass
 
 
+async def a_minute():
+    await asyncio.sleep(60)
+
+
 def plain():
     pass
 
@@ -330,6 +334,49 @@ def test_explore_passes_the_engine_knobs_through(capsys: pytest.CaptureFixture[s
     assert (payload["strategy"], payload["schedules"], payload["seed"]) == ("random", 3, 8)
 
 
+@pytest.mark.usefixtures("project")
+@pytest.mark.parametrize(
+    ("argv", "strategy"),
+    [
+        (["--strategy=exhaustive", "--bound=0"], "exhaustive(bound=0)"),
+        (["--bound=1"], "auto(exhaustive(bound=1), random, random, random)"),
+        (["--strategy=pct", "--depth=5"], "pct(depth=5)"),
+    ],
+)
+def test_explore_passes_bound_and_depth_to_the_strategy(
+    capsys: pytest.CaptureFixture[str], argv: list[str], strategy: str
+) -> None:
+    code, out, _ = invoke(
+        capsys, "explore", "scenarios:correct", *argv, "--max-schedules=5", "--format=json"
+    )
+    assert code == cli.EXIT_CLEAN
+    assert json.loads(out)["strategy"] == strategy
+
+
+@pytest.mark.usefixtures("project")
+def test_explore_max_time_reports_a_longer_schedule_as_a_hang(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, _, _ = invoke(capsys, "explore", "scenarios:a_minute", "--max-schedules=2")
+    assert code == cli.EXIT_CLEAN
+    code, out, err = invoke(
+        capsys, "explore", "scenarios:a_minute", "--max-time=30", "--format=json"
+    )
+    assert code == cli.EXIT_FINDINGS, err
+    assert json.loads(out)["failure"]["kind"] == "hang"
+
+
+@pytest.mark.usefixtures("project")
+def test_explore_max_seconds_stops_after_the_first_schedule_when_spent(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = invoke(
+        capsys, "explore", "scenarios:correct", "--max-seconds=0", "--format=json"
+    )
+    assert code == cli.EXIT_CLEAN
+    assert json.loads(out)["schedules"] == 1
+
+
 def test_the_printed_replay_line_replays_the_same_failure(project: Path) -> None:
     def interlace(*argv: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -355,7 +402,7 @@ def test_the_printed_replay_line_replays_the_same_failure(project: Path) -> None
     assert len(_steps(found.stdout)) > 3
     assert "Exception: AssertionError: lost an update: 1\n" in replayed.stdout
     steps = len(_steps(found.stdout))
-    expected = cli.MSG_REPLAY_FAILED.format(kind="exception", steps=steps)
+    expected = cli.MSG_REPLAY_FAILED.format(kind="exception", steps=f"{steps} steps")
     assert replayed.stderr == f"interlace replay: {expected}\n"
 
 
@@ -423,7 +470,8 @@ def test_a_replay_that_diverges_exits_2_and_says_why(capsys: pytest.CaptureFixtu
                 module="scenarios",
                 name="nothing",
                 available=cli.MSG_AVAILABLE.format(
-                    names="correct, lock_order, lost_update, needs_an_argument, plain, short"
+                    names="a_minute, correct, lock_order, lost_update, needs_an_argument, plain, "
+                    "short"
                 ),
             ),
         ),
@@ -464,6 +512,13 @@ def test_mistakes_exit_2_with_a_message_and_no_traceback(
         (["--max-schedules", "0"], "argument --max-schedules: '0' is not a whole number >= 1"),
         (["--seed", "-3"], "argument --seed: '-3' is not a whole number >= 0"),
         (["--jitter", "soon"], "argument --jitter: 'soon' is not a number of seconds >= 0"),
+        (["--max-time", "-1"], "argument --max-time: '-1' is not a number of seconds >= 0"),
+        (
+            ["--max-seconds", "inf"],
+            "argument --max-seconds: 'inf' is not a number of seconds >= 0",
+        ),
+        (["--bound", "-1"], "argument --bound: '-1' is not a whole number >= 0"),
+        (["--depth", "0"], "argument --depth: '0' is not a whole number >= 1"),
         (["--strategy", "bfs"], "argument --strategy: invalid choice: 'bfs'"),
         (["--format", "xml"], "argument --format: invalid choice: 'xml'"),
         (

@@ -459,6 +459,17 @@ def test_the_replay_line_in_the_report_replays_the_same_failure() -> None:
     assert again.report.startswith(f"Failing schedule ({failure.steps} steps, shrunk from ")
 
 
+def test_a_schedule_of_one_step_is_reported_as_one_step() -> None:
+    async def waits_forever() -> None:
+        await asyncio.Event().wait()
+
+    failure = interlace.explore(waits_forever, max_schedules=5, seed=1).failure
+    assert failure is not None
+    assert failure.kind == "deadlock"
+    assert failure.steps == 1
+    assert failure.report.startswith("Failing schedule (1 step, shrunk from 1):\n")
+
+
 def test_a_replay_of_a_fixed_program_returns_none() -> None:
     failure = interlace.explore(_counter_race(), max_schedules=200, seed=3).failure
     assert failure is not None

@@ -225,10 +225,14 @@ def replay_lines(token: str, hints: ReplayHints) -> list[str]:
     return lines
 
 
+def _steps(count: int) -> str:
+    return "1 step" if count == 1 else f"{count} steps"
+
+
 def _exception_note(
     label: str, token: str, hints: ReplayHints, steps: int, shrunk_from: int
 ) -> str:
-    lines = [f"interlace: failing schedule ({steps} steps, shrunk from {shrunk_from}), {label}."]
+    lines = [f"interlace: failing schedule ({_steps(steps)}, shrunk from {shrunk_from}), {label}."]
     lines.append("Replay it with:")
     lines.extend("    " + line for line in replay_lines(token, hints))
     return "\n".join(lines)
@@ -247,7 +251,7 @@ def format_report(
 ) -> str:
     """The human report: the numbered schedule, what failed, the label, how to replay."""
     steps = best.steps
-    lines = [f"Failing schedule ({steps} steps, shrunk from {shrunk_from}):"]
+    lines = [f"Failing schedule ({_steps(steps)}, shrunk from {shrunk_from}):"]
     trace = recorded.trace
     if trace and trace[0].step > 1:
         lines.append(f"  ... {trace[0].step - 1} earlier steps not shown ...")

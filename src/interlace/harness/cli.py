@@ -57,7 +57,7 @@ MSG_NONE_AVAILABLE = "it defines no functions"
 MSG_EXPLORE_FAILED = "found {article} {kind} after {schedules} ({seed_part}, {elapsed:.2f} s)"
 MSG_EXPLORE_PASSED = "no failure in {schedules} ({seed_part}{exhausted}, {elapsed:.2f} s)"
 MSG_EXHAUSTED = "; the bounded space was explored completely"
-MSG_REPLAY_FAILED = "the schedule still fails: {kind} ({steps} steps)"
+MSG_REPLAY_FAILED = "the schedule still fails: {kind} ({steps})"
 MSG_REPLAY_PASSED = "the schedule no longer fails: {spec} ran to completion under it"
 MSG_PROGRESS = "\r{prefix}: {done}/{total} schedules"
 
@@ -186,12 +186,43 @@ def add_explore_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="steps one schedule may take before it is reported as a hang (default 200000)",
     )
     parser.add_argument(
+        "--max-time",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="virtual seconds one schedule may take before it is reported as a hang (default 3600)",
+    )
+    parser.add_argument(
+        "--max-seconds",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="a wall-clock budget for the whole exploration: no schedule starts after it "
+        "is spent, but the first (stock order) always runs (default: none, only "
+        "--max-schedules)",
+    )
+    parser.add_argument(
         "--jitter",
         type=_seconds,
         default=None,
         metavar="SECONDS",
         help="timers due within this many seconds of each other may fire in either order, "
         "as real timer jitter allows (default 0.01; 0 disables timer reordering)",
+    )
+    parser.add_argument(
+        "--bound",
+        type=_whole(0),
+        default=None,
+        metavar="N",
+        help="deviations from stock order per schedule for the exhaustive search (the "
+        "exhaustive strategy, and auto's exhaustive share; default 2)",
+    )
+    parser.add_argument(
+        "--depth",
+        type=_whole(1),
+        default=None,
+        metavar="N",
+        help="the bug depth the pct strategy targets (default 3)",
     )
     parser.add_argument(
         "--instrument",
@@ -475,8 +506,9 @@ def run_explore(
     options: dict[str, Any] = {}
     if args.max_steps is not None:
         options["max_steps"] = args.max_steps
-    if args.jitter is not None:
-        options["jitter"] = args.jitter
+    for name in ("max_time", "max_seconds", "jitter", "bound", "depth"):
+        if getattr(args, name) is not None:
+            options[name] = getattr(args, name)
     instrument = _instrument(args.instrument)
     progress = Progress(err, prefix)
     try:
@@ -557,7 +589,11 @@ def run_replay(
         _write_report(failure, out)
     if failure is not None:
         print(
-            f"{prefix}: " + MSG_REPLAY_FAILED.format(kind=failure.kind, steps=failure.steps),
+            f"{prefix}: "
+            + MSG_REPLAY_FAILED.format(
+                kind=failure.kind,
+                steps="1 step" if failure.steps == 1 else f"{failure.steps} steps",
+            ),
             file=err,
         )
         return EXIT_FINDINGS
