@@ -81,6 +81,82 @@ def test_a_lock_a_thread_held_when_it_was_unwound_is_released(kind: str) -> None
     assert "Thread-2 (_see_a_half_update): ran -> " in raised[0]
 
 
+# -- the permits of a semaphore a thread holds when the harness unwinds it ----------------------
+
+_SEMAPHORES: dict[str, Callable[[], threading.Semaphore]] = {
+    "Semaphore": lambda: threading.Semaphore(2),
+    "BoundedSemaphore": lambda: threading.BoundedSemaphore(2),
+}
+
+
+def _value(sem: threading.Semaphore) -> int:
+    return sem._value
+
+
+@pytest.mark.parametrize("kind", sorted(_SEMAPHORES))
+def test_permits_a_thread_held_when_it_was_unwound_are_given_back(kind: str) -> None:
+    sem = _SEMAPHORES[kind]()  # one that outlives the runs, as a module-level one does
+
+    def holder() -> None:
+        sem.acquire()  # no try/finally, and it never gets to release
+        with sem:  # balanced: given back by the with statement itself
+            threading.Event().wait()
+
+    def scenario() -> None:
+        # On a stock interpreter the program starts with both permits free.
+        assert sem.acquire(timeout=5), "a permit is missing at the start"
+        sem.release()
+        threading.Thread(target=holder, daemon=True).start()
+        time.sleep(1)
+
+    exploration = interlace.explore(scenario, seed=SEED, max_schedules=20)
+    assert exploration.failure is None
+    assert _value(sem) == 2
+
+
+def test_a_permit_released_by_another_thread_is_not_given_back_again() -> None:
+    sem = threading.Semaphore(2)
+
+    def scenario() -> None:
+        taken = threading.Event()
+
+        def taker() -> None:
+            sem.acquire()
+            taken.set()
+            threading.Event().wait()  # unwound at the end of the run
+
+        threading.Thread(target=taker, daemon=True).start()
+        taken.wait()
+        sem.release()  # gives back the taker's permit for it
+        sem.acquire()  # and takes one the program keeps
+
+    assert interlace.explore(scenario, seed=SEED, max_schedules=1).failure is None
+    assert _value(sem) == 1  # as the program leaves it: only the kept permit is gone
+
+
+def test_a_semaphore_used_as_a_signal_keeps_its_count() -> None:
+    # A consumer takes the producer's releases as signals and keeps them: unwinding it
+    # gives nothing back, or the next run would start with signals no producer sent.
+    signal = threading.Semaphore(0)
+    done = {"n": 0}
+
+    def consumer() -> None:
+        while True:
+            signal.acquire()
+            done["n"] += 1
+
+    def scenario() -> None:
+        done["n"] = 0
+        threading.Thread(target=consumer, daemon=True).start()
+        for _ in range(3):
+            signal.release()
+        time.sleep(1)
+        assert done["n"] == 3
+
+    assert interlace.explore(scenario, seed=SEED, max_schedules=20).failure is None
+    assert _value(signal) == 0
+
+
 # -- a lock acquire whose timeout passes --------------------------------------------------------
 
 

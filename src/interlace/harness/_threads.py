@@ -220,6 +220,12 @@ class Controller:
         self.held: dict[int, Any] = {}
         """The locks of ``owners``, by id: a thread unwound holding one releases it at the
         run's end (``release_unwound``)."""
+        self.permits: dict[int, dict[_Thread, int]] = {}
+        """Per semaphore (by id): the permits each thread took in code under test and has not
+        given back. A thread unwound with some gives them back at the run's end."""
+        self.semaphores: dict[int, tuple[threading.Semaphore, int]] = {}
+        """The semaphores the run's threads used, by id, with their value before the first
+        use: the permits given back never raise a semaphore above it."""
         self.error: BaseException | None = None
         self.excepthook = threading.excepthook
         """The ``threading.excepthook`` in place when the run began (the default, or pytest's):
@@ -900,6 +906,31 @@ class Controller:
         self.owners.pop(id(lock), None)
         self.held.pop(id(lock), None)
 
+    def using(self, sem: threading.Semaphore) -> None:
+        """A thread of the run is about to acquire or release ``sem``."""
+        if id(sem) not in self.semaphores:
+            self.semaphores[id(sem)] = (sem, sem._value)
+
+    def took_permit(self, sem: threading.Semaphore, t: _Thread) -> None:
+        """``t``'s code under test acquired ``sem``."""
+        taken = self.permits.setdefault(id(sem), {})
+        taken[t] = taken.get(t, 0) + 1
+
+    def gave_permits(self, sem: threading.Semaphore, t: _Thread, n: int) -> None:
+        """``t`` released ``sem`` ``n`` times: first the permits it took, then (a hand-off)
+        those other threads took."""
+        taken = self.permits.get(id(sem))
+        if not taken:
+            return
+        for holder in sorted(taken, key=lambda u: u is not t):
+            given = min(n, taken[holder])
+            taken[holder] -= given
+            n -= given
+            if not taken[holder]:
+                del taken[holder]
+            if not n:
+                break
+
     def release_unwound(self) -> None:
         """Release the locks that threads unwound by the harness still hold.
 
@@ -920,6 +951,17 @@ class Controller:
             else:
                 continue
             self.released(lock)
+        # Likewise the permits of a semaphore that an unwound thread took and had not given
+        # back, as far as the semaphore is now below its value when the run began. A permit
+        # is not owned: the thread may have taken it as a signal (another thread's release),
+        # to keep, so a semaphore the run leaves where it found it is left alone.
+        for key, taken in self.permits.items():
+            sem, before = self.semaphores[key]
+            held = sum(count for t, count in taken.items() if t.aborted and t.status == _DONE)
+            missing = min(held, before - sem._value)
+            if missing > 0:
+                _orig_sem_release(sem, missing)
+        self.permits.clear()
 
     def sleep(self, t: _Thread, seconds: float) -> None:
         if seconds > 0:
@@ -1017,6 +1059,9 @@ _orig_start = threading.Thread.start
 _orig_join = threading.Thread.join
 _orig_is_alive = threading.Thread.is_alive
 _orig_cond_enter = threading.Condition.__enter__
+_orig_sem_acquire = threading.Semaphore.acquire
+_orig_sem_release = threading.Semaphore.release
+_orig_bsem_release = threading.BoundedSemaphore.release
 _orig_cond_exit = threading.Condition.__exit__
 _orig_cond_wait = threading.Condition.wait
 
@@ -1348,6 +1393,38 @@ def _cond_wait(self: threading.Condition, timeout: float | None = None) -> bool:
     return gotit
 
 
+def _sem_acquire(
+    self: threading.Semaphore, blocking: bool = True, timeout: float | None = None
+) -> bool:
+    found = _controlled()
+    if found is None:
+        return _orig_sem_acquire(self, blocking, timeout)
+    t, ctl = found
+    ctl.using(self)
+    got = _orig_sem_acquire(self, blocking, timeout)
+    if got and _called_from_user_code():
+        ctl.took_permit(self, t)
+    return got
+
+
+def _sem_release(self: threading.Semaphore, n: int = 1) -> None:
+    found = _controlled()
+    if found is not None:
+        found[1].using(self)
+    _orig_sem_release(self, n)
+    if found is not None:
+        found[1].gave_permits(self, found[0], n)
+
+
+def _bsem_release(self: threading.BoundedSemaphore, n: int = 1) -> None:
+    found = _controlled()
+    if found is not None:
+        found[1].using(self)
+    _orig_bsem_release(self, n)
+    if found is not None:
+        found[1].gave_permits(self, found[0], n)
+
+
 def _take_back(lock: Any, saved: Any) -> bool:
     """Re-take a Condition's ``lock`` as its ``_release_save`` left it, without blocking."""
     if not lock.acquire(False):
@@ -1623,6 +1700,12 @@ _PATCHES: list[tuple[Any, str, Any]] = [
     (threading.Condition, "__enter__", _cond_enter),
     (threading.Condition, "__exit__", _cond_exit),
     (threading.Condition, "wait", _cond_wait),
+    # Semaphores are Python code over a controlled Condition; these only count the permits
+    # each thread holds, so a thread unwound holding some gives them back.
+    (threading.Semaphore, "acquire", _sem_acquire),
+    (threading.Semaphore, "__enter__", _sem_acquire),
+    (threading.Semaphore, "release", _sem_release),
+    (threading.BoundedSemaphore, "release", _bsem_release),
     (time, "sleep", _sleep),
     *((cls, "select", _controlled_select) for cls in _orig_selects),
     (time, "monotonic", _monotonic),
