@@ -250,6 +250,44 @@ def test_a_deadlock_fails_with_the_report_and_passing_tests_show_schedules_and_s
     result.stdout.fnmatch_lines(["*= interlace =*", with_a_lock, from_the_command_line])
 
 
+def test_a_wall_clock_budget_from_the_command_line_ends_explorations(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini(INI)
+    pytester.makepyfile(
+        test_budget="""
+        import asyncio
+
+        import pytest
+
+
+        @pytest.mark.interlace(max_schedules=10**6, seed=1)
+        async def test_spent():
+            await asyncio.gather(asyncio.sleep(0), asyncio.sleep(0))
+
+
+        @pytest.mark.interlace(max_schedules=3, seed=1, max_seconds=60)
+        async def test_own_budget():
+            await asyncio.gather(asyncio.sleep(0), asyncio.sleep(0))
+        """
+    )
+    result = run(pytester, "-v", "--interlace-max-seconds=0")
+    result.assert_outcomes(passed=2)
+    spent = pattern(
+        plugin.MSG_EXPLORED,
+        nodeid="test_budget.py::test_spent",
+        outcome="no failure",
+        schedules="1 schedule",
+    )
+    own = pattern(
+        plugin.MSG_EXPLORED,
+        nodeid="test_budget.py::test_own_budget",
+        outcome="no failure",
+        schedules="3 schedules",
+    )
+    result.stdout.fnmatch_lines(["*= interlace =*", spent, own])
+
+
 def test_explored_tests_see_the_controlled_loop_and_their_neighbours_do_not(
     pytester: pytest.Pytester,
 ) -> None:
@@ -501,6 +539,13 @@ def _configure(pytester: pytest.Pytester, *args: str) -> plugin._Runner:
             ["--interlace-max-schedules", "70"],
             {"max_schedules": 70, "strategy": "random"},
         ),
+        ({"interlace_max_seconds": "30"}, {}, [], {"max_seconds": 30.0}),
+        (
+            {"interlace_max_seconds": "30"},
+            {"INTERLACE_MAX_SECONDS": "20"},
+            ["--interlace-max-seconds=2.5"],
+            {"max_seconds": 2.5},
+        ),
     ],
 )
 def test_command_line_beats_environment_beats_ini(
@@ -531,6 +576,9 @@ def test_command_line_beats_environment_beats_ini(
         ("option", "max_schedules", "ten", plugin.MSG_NOT_WHOLE),
         ("option", "seed", "0x10", plugin.MSG_NOT_WHOLE),
         ("option", "strategy", "pcts", plugin.MSG_NOT_STRATEGY),
+        ("ini", "max_seconds", "soon", plugin.MSG_NOT_NUMBER),
+        ("env", "max_seconds", "-1", plugin.MSG_NOT_NUMBER),
+        ("option", "max_seconds", "inf", plugin.MSG_NOT_NUMBER),
         ("ini", "instrument", ", ,", plugin.MSG_NOT_MODULES),
         ("env", "instrument", "httpx,my lib", plugin.MSG_NOT_MODULES),
         ("option", "instrument", "httpx;anyio", plugin.MSG_NOT_MODULES),
@@ -557,7 +605,7 @@ def test_a_bad_value_names_its_setting_and_source(
     else:
         args = [f"{plugin._option(knob)}={value}"]
         setting, where = plugin._option(knob), plugin.SOURCE_COMMAND_LINE
-    minimum = 0 if knob == "seed" else 1
+    minimum: object = {"seed": 0, "max_seconds": 0.0}.get(knob, 1)
     expected = message.format(
         setting=setting,
         value=value,

@@ -10,13 +10,13 @@ beyond pytest and the standard library (the harness is imported inside the hooks
 
 Settings, one name per knob (STYLE.md): marker keyword ``max_schedules``, option
 ``--interlace-max-schedules``, environment variable ``INTERLACE_MAX_SCHEDULES``, ini key
-``interlace_max_schedules`` (likewise ``strategy``, ``seed`` and ``instrument``). Precedence:
-marker > command line > environment > ini file. Every value is validated with its source named;
-a bad value from the command line, the environment or the ini file is a usage error of the
-whole run, a bad marker argument an error of that test. ``instrument`` is a list of module
-names or paths (comma-separated in the text sources); a relative path is made absolute from
-where it was written: the invocation directory (command line, environment), the ini file's
-directory, or the rootdir (marker).
+``interlace_max_schedules`` (likewise ``strategy``, ``seed``, ``max_seconds`` and
+``instrument``). Precedence: marker > command line > environment > ini file. Every value is
+validated with its source named; a bad value from the command line, the environment or the
+ini file is a usage error of the whole run, a bad marker argument an error of that test.
+``instrument`` is a list of module names or paths (comma-separated in the text sources); a
+relative path is made absolute from where it was written: the invocation directory (command
+line, environment), the ini file's directory, or the rootdir (marker).
 
 ``--interlace-replay=TOKEN`` replays one schedule for the selected marked tests instead of
 exploring; the report of every failure prints the exact ``pytest '<nodeid>'
@@ -158,7 +158,7 @@ _MARKER_KNOBS: dict[str, tuple[str, float, str]] = {
     "instrument": ("modules", 0, "['mypackage', 'src/vendored/']"),
 }
 # The knobs that can also come from the command line, the environment and the ini file.
-_CONFIG_KNOBS = ("max_schedules", "strategy", "seed", "instrument")
+_CONFIG_KNOBS = ("max_schedules", "strategy", "seed", "max_seconds", "instrument")
 _TEXT_MODULES_EXAMPLE = "'mypackage,src/vendored/'"
 
 
@@ -358,6 +358,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "fresh seed per test, shown in its report). Env: INTERLACE_SEED; ini: interlace_seed",
     )
     group.addoption(
+        _option("max_seconds"),
+        dest=_ini("max_seconds"),
+        metavar="SECONDS",
+        default=None,
+        help="a wall-clock budget per @pytest.mark.interlace test: no schedule starts after "
+        "it is spent, but the first (stock order) always runs (default: none; the marker's "
+        "max_seconds wins). Env: INTERLACE_MAX_SECONDS; ini: interlace_max_seconds",
+    )
+    group.addoption(
         _option("instrument"),
         dest=_ini("instrument"),
         metavar="NAMES",
@@ -381,6 +390,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     parser.addini(_ini("strategy"), "interlace: the exploration strategy", default="")
     parser.addini(_ini("seed"), "interlace: a seed that makes explorations repeatable", default="")
+    parser.addini(_ini("max_seconds"), "interlace: a wall-clock budget per marked test", default="")
     parser.addini(
         _ini("instrument"),
         "interlace: modules or paths (comma- or line-separated, paths relative to this file) "
