@@ -1,5 +1,6 @@
-"""Output formats: text (ruff's full format), concise, JSON (ruff's field names), SARIF 2.1.0,
-GitHub workflow annotations and GitLab's Code Quality report."""
+"""Output formats: text (ruff's full format), concise, JSON and JSON Lines (ruff's field names),
+SARIF 2.1.0, GitHub workflow annotations, GitLab's Code Quality report, and ruff's JUnit XML,
+pylint, Azure Pipelines, grouped and reviewdog (rdjson) formats."""
 
 from __future__ import annotations
 
@@ -9,33 +10,58 @@ import os
 import unicodedata
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
-from interlace.linters._engine import FileError, Finding, span_rows
+from interlace.linters._engine import FileError, Finding, RelatedLocation, span_rows
 from interlace.linters._files import repository_root
 from interlace.linters._rule import Rule
+
+if TYPE_CHECKING:
+    from interlace.linters._noqa import NoqaEdit
 
 __all__ = (
     "ERROR_NAMES",
     "FORMATS",
+    "escape_azure",
     "escape_github_data",
     "escape_github_property",
+    "format_azure",
     "format_concise",
     "format_github",
     "format_github_errors",
     "format_gitlab",
+    "format_grouped",
     "format_json",
+    "format_json_lines",
+    "format_junit",
+    "format_pylint",
+    "format_rdjson",
     "format_sarif",
     "format_statistics",
     "format_statistics_json",
+    "format_statistics_json_lines",
     "format_text",
     "rule_help",
     "rule_markdown",
 )
 
-FORMATS = ("text", "concise", "json", "sarif", "github", "gitlab")
+FORMATS = (
+    "text",
+    "concise",
+    "json",
+    "json-lines",
+    "sarif",
+    "github",
+    "gitlab",
+    "junit",
+    "pylint",
+    "azure",
+    "grouped",
+    "rdjson",
+)
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 ERROR_NAMES = {
     "syntax": "invalid-syntax",
@@ -241,15 +267,19 @@ def _json_filename(filename: str) -> str:
     return filename if filename == "-" else os.path.abspath(filename)
 
 
-def format_json(findings: Sequence[Finding], errors: Sequence[FileError] = ()) -> str:
-    """A JSON list with ruff's field names (``related`` is an extra field).
+def _error_name(error: FileError) -> str:
+    """The ``code`` (and ``name``) of a file that could not be linted: ``ERROR_NAMES``."""
+    return ERROR_NAMES.get(error.kind, f"{error.kind}-error")
 
-    Like ruff, which lists a file that does not parse as an ``invalid-syntax`` diagnostic, each
-    error follows the findings as an object with the same fields: ``code`` and ``name`` from
-    ``ERROR_NAMES``, ``noqa_row`` ``null`` (a directive cannot suppress it) and no ``related``.
-    ``fix`` is ruff's ``{applicability, edits, message}`` for a fixable finding (IL001), else
-    ``null``.
-    """
+
+def _error_start(error: FileError) -> tuple[int, int]:
+    """Where a file that could not be linted is reported: its error's position, or 1:1 where
+    the error has none (a file that cannot be read), as ruff does."""
+    return max(error.row, 1), max(error.column, 1)
+
+
+def _json_items(findings: Sequence[Finding], errors: Sequence[FileError]) -> list[dict[str, Any]]:
+    """The objects of ``--format json`` (see :func:`format_json`)."""
     names = _rule_names()
     items: list[dict[str, Any]] = [
         {
@@ -276,9 +306,8 @@ def format_json(findings: Sequence[Finding], errors: Sequence[FileError] = ()) -
         for f in findings
     ]
     for e in errors:
-        name = ERROR_NAMES.get(e.kind, f"{e.kind}-error")
-        # Where the error has no position (a file that cannot be read), 1:1, as ruff does.
-        where = _location(max(e.row, 1), max(e.column, 1))
+        name = _error_name(e)
+        where = _location(*_error_start(e))
         items.append(
             {
                 "cell": None,
@@ -295,7 +324,27 @@ def format_json(findings: Sequence[Finding], errors: Sequence[FileError] = ()) -
                 "related": [],
             }
         )
-    return json.dumps(items, indent=2) + "\n"
+    return items
+
+
+def format_json(findings: Sequence[Finding], errors: Sequence[FileError] = ()) -> str:
+    """A JSON list with ruff's field names (``related`` is an extra field).
+
+    Like ruff, which lists a file that does not parse as an ``invalid-syntax`` diagnostic, each
+    error follows the findings as an object with the same fields: ``code`` and ``name`` from
+    ``ERROR_NAMES``, ``noqa_row`` ``null`` (a directive cannot suppress it) and no ``related``.
+    ``fix`` is ruff's ``{applicability, edits, message}`` for a fixable finding (IL001), else
+    ``null``.
+    """
+    return json.dumps(_json_items(findings, errors), indent=2) + "\n"
+
+
+def format_json_lines(findings: Sequence[Finding], errors: Sequence[FileError] = ()) -> str:
+    """The objects of :func:`format_json`, one per line, compact as ruff's ``json-lines``
+    writes them; nothing at all for a clean run."""
+    return "".join(
+        json.dumps(item, separators=(",", ":")) + "\n" for item in _json_items(findings, errors)
+    )
 
 
 def rule_help(rule: type[Rule]) -> str:
@@ -591,6 +640,265 @@ def format_gitlab(findings: Sequence[Finding], errors: Sequence[FileError] = ())
     return json.dumps(issues, indent=2) + "\n"
 
 
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """A finding, or a file that could not be linted, as the formats that list both show it.
+
+    Attributes:
+        filename: as displayed (relative to the working directory when below it).
+        row, column, end_row, end_column: the span; a file error's is its position (1:1
+            where it has none), empty.
+        code: the rule code, or for a file error its name in ``ERROR_NAMES``.
+        message: the finding's full message, or the error printed on stderr.
+        related: the finding's related locations.
+        fix: the finding's edit (IL001), or ``None``.
+        error: whether this is a file that could not be linted (ruff's diagnostics without a
+            rule code, such as ``invalid-syntax``).
+    """
+
+    filename: str
+    row: int
+    column: int
+    end_row: int
+    end_column: int
+    code: str
+    message: str
+    related: tuple[RelatedLocation, ...] = ()
+    fix: NoqaEdit | None = None
+    error: bool = False
+
+
+def _entries(findings: Sequence[Finding], errors: Sequence[FileError]) -> list[_Entry]:
+    """The findings, then the file errors, in the order of ``--format json``."""
+    entries = [
+        _Entry(
+            f.filename,
+            f.row,
+            f.column,
+            f.end_row,
+            f.end_column,
+            f.code,
+            f.message,
+            related=f.related,
+            fix=f.fix,
+        )
+        for f in findings
+    ]
+    for e in errors:
+        row, column = _error_start(e)
+        entries.append(
+            _Entry(e.filename, row, column, row, column, _error_name(e), e.message, error=True)
+        )
+    return entries
+
+
+def _by_file(entries: Iterable[_Entry]) -> list[tuple[str, list[_Entry]]]:
+    """``entries`` grouped by file, the files sorted by absolute path as ruff sorts them
+    (component by component), each file's entries in their order."""
+    groups: dict[str, list[_Entry]] = {}
+    for entry in entries:
+        groups.setdefault(entry.filename, []).append(entry)
+    return sorted(groups.items(), key=lambda group: Path(_json_filename(group[0])))
+
+
+def format_pylint(findings: Sequence[Finding], errors: Sequence[FileError] = ()) -> str:
+    """One ``path:row: [CODE] message`` line per finding and per file that could not be linted,
+    as ruff's ``pylint`` format (pylint's ``parseable`` layout, without the column)."""
+    return "".join(
+        f"{e.filename}:{e.row}: [{e.code}] {e.message}\n" for e in _entries(findings, errors)
+    )
+
+
+def format_grouped(findings: Sequence[Finding], errors: Sequence[FileError] = ()) -> str:
+    """Ruff's ``grouped`` format: each file's name, then one indented ``row:col CODE message``
+    line per finding (``[*]`` after a fixable one's code; ``name: message`` for a file that
+    could not be linted), rows and columns aligned within the file, and a blank line after
+    each file."""
+    out: list[str] = []
+    for filename, entries in _by_file(_entries(findings, errors)):
+        rows = max(len(str(e.row)) for e in entries)
+        columns = max(len(str(e.column)) for e in entries)
+        out.append(f"{filename}:\n")
+        for e in entries:
+            if e.error:
+                body = f"{e.code}: {e.message}"
+            else:
+                body = f"{e.code} {'[*] ' if e.fix is not None else ''}{e.message}"
+            out.append(f"  {e.row:>{rows}}:{e.column:<{columns}} {body}\n")
+        out.append("\n")
+    return "".join(out)
+
+
+def escape_azure(text: str) -> str:
+    """Escape an Azure Pipelines logging command's property value or message, as the agent
+    unescapes them: ``%`` first (``%AZP25``), then ``;``, ``\\r``, ``\\n`` and ``]``."""
+    return (
+        text.replace("%", "%AZP25")
+        .replace(";", "%3B")
+        .replace("\r", "%0D")
+        .replace("\n", "%0A")
+        .replace("]", "%5D")
+    )
+
+
+def format_azure(findings: Sequence[Finding], errors: Sequence[FileError] = ()) -> str:
+    """Azure Pipelines ``##vso[task.logissue]`` logging commands, one per finding and per file
+    that could not be linted, with ruff's properties (the absolute path as ``sourcepath``).
+
+    Unlike ruff, which writes them as they are, paths, codes and messages are escaped
+    (:func:`escape_azure`), so a ``;`` or ``]`` in a path cannot cut the command short; a
+    finding's related locations follow its message on lines of their own, as in
+    :func:`format_github`.
+    """
+    out = []
+    for e in _entries(findings, errors):
+        path = _json_filename(e.filename)
+        props = "".join(
+            f"{key}={escape_azure(str(value))};"
+            for key, value in (
+                ("type", "error"),
+                ("sourcepath", path),
+                ("linenumber", e.row),
+                ("columnnumber", e.column),
+                ("code", e.code),
+            )
+        )
+        message = e.message + "".join(
+            f"\n{path}:{r.row}:{r.column}: {r.message}" for r in e.related
+        )
+        out.append(f"##vso[task.logissue {props}]{escape_azure(message)}\n")
+    return "".join(out)
+
+
+def _xml_char(ch: str) -> str:
+    """``ch``, or where XML 1.0 cannot hold it at all (most C0 controls, a surrogate from an
+    undecodable file name) its Python escape, so that the document stays well-formed."""
+    code = ord(ch)
+    # XML 1.0's Char production.
+    if code in (0x9, 0xA, 0xD) or 0x20 <= code <= 0xD7FF or 0xE000 <= code <= 0xFFFD:
+        return ch
+    return ch if code >= 0x10000 else ch.encode("unicode_escape").decode("ascii")
+
+
+_XML_TEXT = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&apos;", "\r": "&#13;"}
+_XML_ATTRIBUTE = {**_XML_TEXT, "\n": "&#10;", "\t": "&#9;"}
+"""The references for text and attribute values: the five entities, as ruff writes them, and
+the whitespace a parser would otherwise normalise away (a line break in an attribute)."""
+
+
+def _xml(text: str, *, attribute: bool = False) -> str:
+    table = _XML_ATTRIBUTE if attribute else _XML_TEXT
+    return "".join(table.get(ch) or _xml_char(ch) for ch in text)
+
+
+def _junit_case(entry: _Entry, classname: str) -> list[str]:
+    body = f"line {entry.row}, col {entry.column}, {entry.message}" + "".join(
+        f"\nline {r.row}, col {r.column}, {r.message}" for r in entry.related
+    )
+    return [
+        f'        <testcase name="org.interlace.{_xml(entry.code, attribute=True)}" '
+        f'classname="{_xml(classname, attribute=True)}" line="{entry.row}" '
+        f'column="{entry.column}">',
+        "            <properties>",
+        '                <property name="severity" value="error"/>',
+        "            </properties>",
+        f'            <failure message="{_xml(entry.message, attribute=True)}">'
+        f"{_xml(body)}</failure>",
+        "        </testcase>",
+    ]
+
+
+def format_junit(findings: Sequence[Finding], errors: Sequence[FileError] = ()) -> str:
+    """JUnit XML as ruff writes it: a ``testsuite`` per file (its absolute path), a
+    ``testcase`` per finding and per file that could not be linted (``org.interlace.CODE``, the
+    path without its extension as ``classname``, ``line`` and ``column``) with a ``failure``
+    whose text is ``line R, col C, message``; a clean run is one passing ``testcase``.
+
+    A finding's related locations follow in the failure's text, one ``line R, col C, message``
+    line each. Every value is escaped, and characters XML cannot hold are spelt as Python
+    escapes, so the document is well-formed whatever the paths and messages.
+    """
+    groups = _by_file(_entries(findings, errors))
+    total = sum(len(entries) for _, entries in groups)
+    out = [
+        '<?xml version="1.0" encoding="UTF-8"?>',
+        f'<testsuites name="interlace" tests="{max(total, 1)}" skipped="0" '
+        f'failures="{total}" errors="0">',
+    ]
+    for filename, entries in groups:
+        path = _json_filename(filename)
+        out.append(
+            f'    <testsuite name="{_xml(path, attribute=True)}" tests="{len(entries)}" '
+            f'skipped="0" errors="0" failures="{len(entries)}" package="org.interlace">'
+        )
+        classname = os.path.splitext(path)[0]
+        for entry in entries:
+            out.extend(_junit_case(entry, classname))
+        out.append("    </testsuite>")
+    if not groups:
+        out.extend(
+            [
+                '    <testsuite name="interlace" tests="1" skipped="0" errors="0" failures="0" '
+                'package="org.interlace">',
+                '        <testcase name="No errors found" classname="interlace"/>',
+                "    </testsuite>",
+            ]
+        )
+    out.append("</testsuites>")
+    return "".join(f"{line}\n" for line in out)
+
+
+def _rd_range(row: int, column: int, end_row: int, end_column: int) -> dict[str, Any]:
+    return {
+        "start": {"line": row, "column": column},
+        "end": {"line": end_row, "column": end_column},
+    }
+
+
+def format_rdjson(findings: Sequence[Finding], errors: Sequence[FileError] = ()) -> str:
+    """Reviewdog's Diagnostic Format (``DiagnosticResult``) as ruff writes it: source
+    ``interlace``, severity ``WARNING``, each diagnostic's ``code``, ``message`` and
+    ``location`` (the absolute path, 1-based columns counted in characters as ruff does), and
+    a fixable finding's edit as its ``suggestions``. Keys are sorted, as in ruff.
+
+    The rules have no documentation URL, so ``code`` has no ``url``. A finding's related
+    locations are reviewdog's ``related_locations``, which ruff has no use for.
+    """
+    diagnostics = []
+    for e in _entries(findings, errors):
+        path = _json_filename(e.filename)
+        diagnostic: dict[str, Any] = {
+            "code": {"value": e.code},
+            "location": {
+                "path": path,
+                "range": _rd_range(e.row, e.column, e.end_row, e.end_column),
+            },
+            "message": e.message,
+        }
+        if e.related:
+            diagnostic["related_locations"] = [
+                {
+                    "location": {
+                        "path": path,
+                        "range": _rd_range(r.row, r.column, r.end_row, r.end_column),
+                    },
+                    "message": r.message,
+                }
+                for r in e.related
+            ]
+        if e.fix is not None:
+            edit = e.fix
+            diagnostic["suggestions"] = [
+                {
+                    "range": _rd_range(edit.row, edit.column, edit.end_row, edit.end_column),
+                    "text": edit.content,
+                }
+            ]
+        diagnostics.append(diagnostic)
+    result = {"diagnostics": diagnostics, "severity": "WARNING", "source": {"name": "interlace"}}
+    return json.dumps(result, indent=2, sort_keys=True) + "\n"
+
+
 def _by_count(findings: Sequence[Finding]) -> list[tuple[str, int]]:
     counts = Counter(f.code for f in findings)
     return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
@@ -613,12 +921,12 @@ def format_statistics(findings: Sequence[Finding], rules: Sequence[type[Rule]]) 
     )
 
 
-def format_statistics_json(findings: Sequence[Finding], rules: Sequence[type[Rule]]) -> str:
-    """Counts per code, most frequent first, with the fields of ruff's ``--statistics
-    --output-format json`` (only IL001's findings have a fix)."""
+def _statistics_items(
+    findings: Sequence[Finding], rules: Sequence[type[Rule]]
+) -> list[dict[str, Any]]:
     names = {rule.code: rule.name for rule in rules}
     fixable = _fixable_counts(findings)
-    items = [
+    return [
         {
             "code": code,
             "name": names.get(code),
@@ -628,4 +936,18 @@ def format_statistics_json(findings: Sequence[Finding], rules: Sequence[type[Rul
         }
         for code, count in _by_count(findings)
     ]
-    return json.dumps(items, indent=2) + "\n"
+
+
+def format_statistics_json(findings: Sequence[Finding], rules: Sequence[type[Rule]]) -> str:
+    """Counts per code, most frequent first, with the fields of ruff's ``--statistics
+    --output-format json`` (only IL001's findings have a fix)."""
+    return json.dumps(_statistics_items(findings, rules), indent=2) + "\n"
+
+
+def format_statistics_json_lines(findings: Sequence[Finding], rules: Sequence[type[Rule]]) -> str:
+    """The objects of :func:`format_statistics_json`, one per line (ruff refuses
+    ``--statistics`` in its ``json-lines`` format; a JSON Lines reader gets JSON Lines)."""
+    return "".join(
+        json.dumps(item, separators=(",", ":")) + "\n"
+        for item in _statistics_items(findings, rules)
+    )

@@ -14,6 +14,7 @@ something was fixed. ``--show-files`` and ``--show-settings`` lint nothing: they
 a run would lint, or the settings of the first of them.
 ``-`` (or ``--stdin-filename``) lints standard input; with ``--fix`` the fixed source goes to
 stdout and the findings to stderr (or ``--output-file``), as in ruff.
+``--watch`` lints again each time the files change, until Ctrl-C (exit 130).
 """
 
 from __future__ import annotations
@@ -21,12 +22,14 @@ from __future__ import annotations
 import argparse
 import difflib
 import io
+import itertools
 import os
 import re
 import stat
 import sys
+import time
 import tokenize
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
@@ -42,6 +45,9 @@ __all__ = ("add_parser", "lint_main", "run")
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
 EXIT_ERROR = 2
+EXIT_INTERRUPTED = 130
+"""Ctrl-C (128 + SIGINT): how ``--watch`` ends, and what a shell reports for ruff's, which
+SIGINT kills."""
 
 _DESCRIPTION = (
     "Flag concurrency bug patterns in asyncio and threaded Python (rules IL101-IL303; the "
@@ -132,8 +138,17 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--format",
+        "--output-format",
+        dest="format",
         choices=FORMATS,
-        help="output format (default: text, ruff's full format)",
+        metavar="FORMAT",
+        help=(
+            "output format (default: text, ruff's full format; --output-format is ruff's "
+            "name): concise, one line per finding; json and json-lines, ruff's fields; sarif "
+            "(GitHub code scanning); github (workflow annotations); gitlab (Code Quality); "
+            "junit (JUnit XML); pylint (path:row: [CODE] message); azure (Azure Pipelines "
+            "logging commands); grouped (findings under each file name); rdjson (reviewdog)"
+        ),
     )
     parser.add_argument(
         "--statistics", action="store_true", help="print counts per code instead of findings"
@@ -202,6 +217,14 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         "--show-settings",
         action="store_true",
         help="print the settings of the first file a run would lint, and exit without linting",
+    )
+    parser.add_argument(
+        "--watch",
+        action="store_true",
+        help=(
+            "lint, then lint again whenever a file the run lints (or its configuration) "
+            "changes, appears or disappears, until Ctrl-C (exit 130)"
+        ),
     )
     parser.add_argument(
         "--stdin-filename",
@@ -443,6 +466,51 @@ def _mode_conflict(args: argparse.Namespace) -> str | None:
         return (
             "--fix-only cannot be combined with --statistics: --fix-only reports no findings "
             "to count; use --fix --statistics to count the findings left after fixing"
+        )
+    return None
+
+
+def _watch_conflict(args: argparse.Namespace) -> str | None:
+    """Why a flag makes no sense with ``--watch``, which reports the findings again each time
+    the files change, until Ctrl-C."""
+    for flag, given in (("--fix", args.fix), ("--fix-only", args.fix_only)):
+        if given:
+            return (
+                f"--watch cannot be combined with {flag}: {flag} rewrites the files --watch "
+                f"watches, so each fix would start another run; run {flag} once, then --watch"
+            )
+    if args.diff:
+        return (
+            "--watch cannot be combined with --diff: --diff prints what --fix would change, "
+            "not findings to keep up to date; run --diff on its own"
+        )
+    if args.add_noqa:
+        return (
+            "--watch cannot be combined with --add-noqa: --add-noqa edits the files in place "
+            "once; run it on its own, then --watch"
+        )
+    shown = _show_flag(args)
+    if shown is not None:
+        return (
+            f"--watch cannot be combined with {shown}: {shown} lints nothing, so there is "
+            "nothing to watch; run it on its own"
+        )
+    if args.explain is not None:
+        return (
+            f"--watch cannot be combined with --explain {args.explain}: --explain lints "
+            "nothing; run it on its own"
+        )
+    stdin = _stdin(args)
+    if stdin is not None:
+        return (
+            f"--watch cannot be combined with standard input ({stdin}): it is read once and "
+            "cannot change; name the files or directories to watch instead"
+        )
+    if args.output_file is not None:
+        return (
+            f"--watch cannot be combined with --output-file {args.output_file!r}: --watch "
+            "prints a new report on each change for you to read; drop --output-file, or run "
+            "without --watch to write a report"
         )
     return None
 
@@ -761,12 +829,25 @@ def _report(
     from interlace.linters.rules import all_rules
 
     rules = all_rules()
+    # The formats that list the findings and the files that could not be linted together.
+    listings: dict[str, Callable[[Sequence[Finding], Sequence[FileError]], str]] = {
+        "json": _output.format_json,
+        "json-lines": _output.format_json_lines,
+        "gitlab": _output.format_gitlab,
+        "junit": _output.format_junit,
+        "pylint": _output.format_pylint,
+        "azure": _output.format_azure,
+        "grouped": _output.format_grouped,
+        "rdjson": _output.format_rdjson,
+    }
     if args.statistics and args.format == "json":
         output.write(_output.format_statistics_json(findings, rules))
+    elif args.statistics and args.format == "json-lines":
+        output.write(_output.format_statistics_json_lines(findings, rules))
     elif args.statistics:
         output.write(_output.format_statistics(findings, rules))
-    elif args.format == "json":
-        output.write(_output.format_json(findings, result.errors))
+    elif args.format in listings:
+        output.write(listings[args.format](findings, result.errors))
     elif args.format == "sarif":
         output.write(
             _output.format_sarif(
@@ -776,8 +857,6 @@ def _report(
     elif args.format == "github":
         output.write(_output.format_github(findings))
         output.write(_output.format_github_errors(result.errors))
-    elif args.format == "gitlab":
-        output.write(_output.format_gitlab(findings, result.errors))
     elif args.format == "concise":
         output.write(_output.format_concise(findings))
     else:
@@ -852,11 +931,27 @@ def _show_settings(
     return EXIT_ERROR if selection.errors else EXIT_CLEAN
 
 
-def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    """Run ``interlace lint`` with parsed arguments and return the exit code."""
+def run(
+    args: argparse.Namespace,
+    *,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+    sleep: Callable[[float], object] = time.sleep,
+    max_polls: int | None = None,
+) -> int:
+    """Run ``interlace lint`` with parsed arguments and return the exit code.
+
+    Args:
+        args: the parsed command line.
+        out, err: where stdout and stderr go (default: ``sys.stdout``, ``sys.stderr``).
+        sleep: how ``--watch`` waits between two looks at the files.
+        max_polls: with ``--watch``, stop after this many looks and return the exit code of
+            the last run (``None``: only Ctrl-C stops it, with 130); for tests.
+    """
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
-    conflict = _add_noqa_conflict(args) if args.add_noqa else None
+    conflict = _watch_conflict(args) if args.watch else None
+    conflict = conflict or (_add_noqa_conflict(args) if args.add_noqa else None)
     conflict = conflict or _mode_conflict(args)
     if conflict is not None:
         print(f"interlace lint: error: {conflict}", file=err)
@@ -882,6 +977,17 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     # stop the run (usage, configuration), as in ruff.
     log = _Discard() if args.quiet or args.silent else err
     problems = _Discard() if args.silent else err
+    if args.watch:
+        return _watch(
+            args,
+            output,
+            out=out,
+            log=log,
+            problems=problems,
+            err=err,
+            sleep=sleep,
+            max_polls=max_polls,
+        )
     code = _lint(args, output, out=out, log=log, problems=problems, err=err)
     if not output.close(err):
         return EXIT_ERROR
@@ -956,6 +1062,124 @@ def _lint(
     _print_errors(result.errors, problems)
     _summary(result, args, log)
     return _exit_code(result.errors, len(findings), result.fixed, args, log)
+
+
+WATCH_INTERVAL = 0.5
+"""Seconds between two looks at the files ``--watch`` watches."""
+
+CLEAR_SCREEN = "\x1b[H\x1b[2J\x1b[3J"
+"""Cursor home, erase the screen, erase the scrollback: what ruff's ``--watch`` writes before
+each run (through the ``clearscreen`` crate), and ``clear`` on xterm."""
+
+WATCH_SEPARATOR = "-" * 79 + "\n"
+"""What ``--watch`` writes between two reports where stdout is not a terminal to clear."""
+
+WATCHING = "Watching for file changes; press Ctrl-C to stop."
+CHANGED = "File change detected..."
+
+_Snapshot = dict[Path, tuple[int, int, int]]
+"""Each watched file, with what tells that it changed: its modification time, its size, and
+its inode (an editor that saves by replacing the file gives it a new one)."""
+
+
+def _stat_all(paths: Iterable[Path]) -> _Snapshot:
+    snapshot = {}
+    for path in paths:
+        try:
+            info = path.stat()
+        except OSError:  # removed since it was listed: missing from the snapshot, so changed
+            continue
+        snapshot[path] = (info.st_mtime_ns, info.st_size, info.st_ino)
+    return snapshot
+
+
+def _watched(args: argparse.Namespace) -> _Snapshot:
+    """The files a run with ``args`` lints (found as ``--show-files`` finds them) and the
+    configuration files that apply to them, each with its :data:`_Snapshot` state.
+
+    Raises:
+        ConfigError: a flag is invalid, or a configuration file the run needs is.
+    """
+    from interlace.linters._run import collect_paths
+
+    config, overrides = _resolve_config(args)
+    selection = collect_paths(
+        args.paths, config=config, overrides=overrides, force_exclude=args.force_exclude
+    )
+    # The files of a directory share its configuration: one lookup per directory.
+    directories = {path.parent: path for path in selection.files}
+    sources = {selection.config.source}
+    sources.update(selection.settings(path).config.source for path in directories.values())
+    return _stat_all([*selection.files, *(source for source in sources if source is not None)])
+
+
+def _next_change(
+    args: argparse.Namespace,
+    seen: _Snapshot,
+    sleep: Callable[[float], object],
+    polls: Iterator[int],
+) -> _Snapshot | None:
+    """Look at the watched files every :data:`WATCH_INTERVAL` seconds until they differ from
+    ``seen``, and return what they are then; ``None`` when ``polls`` runs out first."""
+    for _ in polls:
+        sleep(WATCH_INTERVAL)
+        try:
+            now = _watched(args)
+        except ConfigError:
+            # Reported by the run that follows; the files known so far stay watched, so that
+            # saving the configuration again is seen.
+            now = _stat_all(seen)
+        if now != seen:
+            return now
+    return None
+
+
+def _watch(
+    args: argparse.Namespace,
+    output: _Output,
+    *,
+    out: TextIO,
+    log: TextIO,
+    problems: TextIO,
+    err: TextIO,
+    sleep: Callable[[float], object],
+    max_polls: int | None,
+) -> int:
+    """Lint, then every :data:`WATCH_INTERVAL` seconds look at the files the run lints and
+    their configuration files, and lint again when one changed, appeared or disappeared (the
+    cache answers for the files that did not change), until Ctrl-C, which returns 130.
+
+    Before each run the screen is cleared, as ruff does, where stdout is a terminal; else the
+    reports are separated by :data:`WATCH_SEPARATOR`. A configuration error at the start ends
+    the watch (exit 2), as in ruff; one made while watching is reported, and the watch goes on
+    until the file is saved again. ``max_polls`` (tests) stops it after that many looks, with
+    the exit code of the last run.
+    """
+    polls: Iterator[int] = itertools.count() if max_polls is None else iter(range(max_polls))
+    try:
+        try:
+            seen = _watched(args)
+        except ConfigError as exc:
+            print(f"interlace lint: error: {exc}", file=err)
+            return EXIT_ERROR
+        screen = out.isatty()
+        if screen:
+            output.write(CLEAR_SCREEN)
+        code = _lint(args, output, out=out, log=log, problems=problems, err=err)
+        while True:
+            out.flush()  # a report to a pipe must not wait in its buffer for the next one
+            print(WATCHING, file=log)
+            now = _next_change(args, seen, sleep, polls)
+            if now is None:
+                return code
+            seen = now
+            output.write(CLEAR_SCREEN if screen else WATCH_SEPARATOR)
+            out.flush()  # before the line on stderr, which the clearing would wipe
+            print(CHANGED, file=log)
+            code = _lint(args, output, out=out, log=log, problems=problems, err=err)
+    except KeyboardInterrupt:
+        # The way to stop watching: no traceback and no message, as ruff (which SIGINT kills).
+        return EXIT_INTERRUPTED
 
 
 def lint_main(argv: Sequence[str] | None = None) -> int:
