@@ -1,0 +1,1063 @@
+"""``interlace server``: the linter as a Language Server Protocol server, for editors.
+
+The subset of LSP 3.17 that a linter needs, over standard input and output, with the standard
+library only: JSON-RPC 2.0 messages framed by ``Content-Length`` headers. The server keeps the
+text of each open document (full and incremental sync), lints it as ``interlace lint
+--stdin-filename PATH --force-exclude`` would (:func:`~interlace.linters._run.lint_stdin`: the
+closest ``pyproject.toml``, ``per-file-ignores``, exclusions), publishes the findings as
+diagnostics, and offers code actions: remove an unused ``# noqa`` directive (IL001's fix),
+disable a rule for a line (``--add-noqa``'s edit) and fix the whole document
+(``source.fixAll.interlace``).
+
+A reader thread turns standard input into messages on a queue; the main thread handles every
+message already queued before it lints, so a burst of ``didChange`` notifications is linted once,
+at its last version. Standard output carries the protocol and nothing else: logs go to stderr
+and to ``window/logMessage``, and nothing a client sends ends the server but ``exit`` or the end
+of its input.
+
+Positions: rows and columns of findings are 1-based and count code points; LSP positions are
+0-based lines and character offsets in the negotiated encoding (UTF-16 code units unless the
+client offers UTF-32 or UTF-8). Lines end as the engine ends them (``LINE_BREAK``: ``\\r\\n``,
+``\\r``, ``\\n``), which is also what LSP specifies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import queue
+import re
+import sys
+import threading
+import tokenize
+import traceback
+import urllib.parse
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import IO, Any, TextIO, TypeVar
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper
+
+from interlace.errors import ConfigError
+from interlace.linters._engine import LINE_BREAK, FileError, Finding
+
+# The private helpers are ``--add-noqa``'s own placement of a directive, which the "Disable ...
+# for this line" action must match.
+from interlace.linters._noqa import (
+    UNUSED_NOQA,
+    UNUSED_NOQA_FIX,
+    _LineFacts,
+    _why_not,
+    _with_directive,
+)
+from interlace.linters._output import ERROR_NAMES
+
+__all__ = (
+    "FIX_ALL",
+    "QUICKFIX",
+    "SOURCE",
+    "UTF8",
+    "UTF16",
+    "UTF32",
+    "InvalidParamsError",
+    "Malformed",
+    "Server",
+    "add_parser",
+    "apply_change",
+    "decode_column",
+    "encode_column",
+    "read_messages",
+    "run",
+    "text_offset",
+    "write_message",
+)
+
+UTF8 = "utf-8"
+UTF16 = "utf-16"
+UTF32 = "utf-32"
+
+FIX_ALL = "source.fixAll.interlace"
+"""The kind of the action that applies every fix of a document (editors run it on save)."""
+QUICKFIX = "quickfix"
+"""The kind of the actions that fix or suppress one diagnostic."""
+
+SOURCE = "interlace"
+"""The ``source`` of every diagnostic."""
+
+_ERROR, _WARNING = 1, 2
+"""``DiagnosticSeverity`` (and ``MessageType``) values."""
+_LOG_INFO = 3
+_UNNECESSARY = 1
+"""``DiagnosticTag.Unnecessary``: clients fade the text (an unused directive)."""
+
+_INVALID_REQUEST = -32600
+_METHOD_NOT_FOUND = -32601
+_INVALID_PARAMS = -32602
+_INTERNAL_ERROR = -32603
+_SERVER_NOT_INITIALIZED = -32002
+
+_CONFIG_FILES = frozenset({"pyproject.toml", ".gitignore"})
+"""What decides a document's settings (its configuration, and with ``force-exclude`` whether
+git ignores it): a change to one re-lints every open document."""
+
+_PYTHON_SUFFIXES = (".py", ".pyi")
+
+_T = TypeVar("_T")
+
+
+# Positions ----------------------------------------------------------------------------------
+
+
+def encode_column(line: str, column: int, encoding: str) -> int:
+    """Return the LSP character offset of the code point ``column`` (0-based) of ``line``.
+
+    Args:
+        line: the line's text, without its line break.
+        column: a code point index, clamped to the line.
+        encoding: the negotiated position encoding (``UTF8``, ``UTF16`` or ``UTF32``).
+    """
+    column = min(max(column, 0), len(line))
+    if encoding == UTF32 or line.isascii():
+        return column
+    head = line[:column]
+    if encoding == UTF8:
+        return len(head.encode("utf-8", "surrogatepass"))
+    return column + sum(1 for char in head if ord(char) > 0xFFFF)
+
+
+def decode_column(line: str, character: int, encoding: str) -> int:
+    """Return the code point index (0-based) of the LSP character offset ``character`` in
+    ``line``.
+
+    An offset past the end of the line is its end (the specification's rule); one inside a
+    character (between the two halves of a UTF-16 surrogate pair, within a UTF-8 sequence)
+    is that character's start.
+    """
+    if character <= 0:
+        return 0
+    if encoding == UTF32 or line.isascii():
+        return min(character, len(line))
+    units = 0
+    for index, char in enumerate(line):
+        if encoding == UTF8:
+            units += len(char.encode("utf-8", "surrogatepass"))
+        else:
+            units += 2 if ord(char) > 0xFFFF else 1
+        if units > character:
+            return index
+        if units == character:
+            return index + 1
+    return len(line)
+
+
+def text_offset(text: str, position: Mapping[str, Any], encoding: str) -> int:
+    """Return the index in ``text`` of an LSP ``Position`` (``{"line", "character"}``).
+
+    A line past the last is the end of the text; a character past the end of its line is the
+    end of the line (before its line break).
+    """
+    line, character = _integer(position, "line"), _integer(position, "character")
+    start = 0
+    for _ in range(max(line, 0)):
+        found = LINE_BREAK.search(text, start)
+        if found is None:
+            return len(text)
+        start = found.end()
+    found = LINE_BREAK.search(text, start)
+    end = len(text) if found is None else found.start()
+    return start + decode_column(text[start:end], character, encoding)
+
+
+def apply_change(text: str, change: Mapping[str, Any], encoding: str) -> str:
+    """Return ``text`` with one ``TextDocumentContentChangeEvent`` applied: ``{"range",
+    "text"}`` replaces that range, ``{"text"}`` alone the whole document.
+
+    Raises:
+        InvalidParamsError: the change is not one of those shapes.
+    """
+    new_text = _field(change, "text", str)
+    if change.get("range") is None:
+        return new_text
+    where = _field(change, "range", dict)
+    start = text_offset(text, _field(where, "start", dict), encoding)
+    end = text_offset(text, _field(where, "end", dict), encoding)
+    start, end = min(start, end), max(start, end)
+    return text[:start] + new_text + text[end:]
+
+
+def _position(lines: Sequence[str], row: int, column: int, encoding: str) -> dict[str, int]:
+    """The LSP position of the 1-based ``row`` and code point ``column`` of a finding, clamped
+    to the document (a row past the last is the end of the document)."""
+    if row < 1:
+        return {"line": 0, "character": 0}
+    if row > len(lines):
+        last = lines[-1]
+        return {"line": len(lines) - 1, "character": encode_column(last, len(last), encoding)}
+    line = lines[row - 1]
+    return {"line": row - 1, "character": encode_column(line, column - 1, encoding)}
+
+
+def _range(
+    lines: Sequence[str], row: int, column: int, end_row: int, end_column: int, encoding: str
+) -> dict[str, dict[str, int]]:
+    return {
+        "start": _position(lines, row, column, encoding),
+        "end": _position(lines, end_row, end_column, encoding),
+    }
+
+
+def _common_prefix(a: str, b: str) -> int:
+    return next(
+        (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
+    )
+
+
+def _line_edit(row: int, old: str, new: str, encoding: str) -> dict[str, Any]:
+    """The smallest ``TextEdit`` that turns line ``row`` (0-based) from ``old`` into ``new``."""
+    prefix = _common_prefix(old, new)
+    suffix = _common_prefix(old[prefix:][::-1], new[prefix:][::-1])
+    return {
+        "range": {
+            "start": {"line": row, "character": encode_column(old, prefix, encoding)},
+            "end": {"line": row, "character": encode_column(old, len(old) - suffix, encoding)},
+        },
+        "newText": new[prefix : len(new) - suffix],
+    }
+
+
+def _with_breaks(text: str) -> list[str]:
+    """``text``'s lines, each with its line break (the last one may have none, or be empty)."""
+    parts = re.split(f"({LINE_BREAK.pattern})", text)
+    return [
+        parts[i] + (parts[i + 1] if i + 1 < len(parts) else "") for i in range(0, len(parts), 2)
+    ]
+
+
+def _text_edit(old: str, new: str, encoding: str) -> dict[str, Any]:
+    """One ``TextEdit`` that turns ``old`` into ``new``: it replaces whole lines, from the first
+    that differs to the last, so that no edit ends between a ``\\r`` and its ``\\n``."""
+    before, after = _with_breaks(old), _with_breaks(new)
+    top = 0
+    while top < min(len(before), len(after)) and before[top] == after[top]:
+        top += 1
+    bottom = 0
+    while (
+        bottom < min(len(before), len(after)) - top
+        and before[len(before) - 1 - bottom] == after[len(after) - 1 - bottom]
+    ):
+        bottom += 1
+    end_line = len(before) - bottom
+    if end_line < len(before):
+        end = {"line": end_line, "character": 0}
+    else:  # the last line changed: the end of the document
+        last = LINE_BREAK.split(old)[-1]
+        end = {"line": len(before) - 1, "character": encode_column(last, len(last), encoding)}
+    return {
+        "range": {"start": {"line": top, "character": 0}, "end": end},
+        "newText": "".join(after[top : len(after) - bottom]),
+    }
+
+
+# Messages -----------------------------------------------------------------------------------
+
+
+class InvalidParamsError(ValueError):
+    """A message's parameters are not what the method takes (``InvalidParams``)."""
+
+
+def _field(obj: object, key: str, kind: type[_T]) -> _T:
+    value = obj.get(key) if isinstance(obj, dict) else None
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise InvalidParamsError(f"expected {key!r} to be a {kind.__name__}, got {value!r}")
+    return value
+
+
+def _integer(obj: object, key: str) -> int:
+    return _field(obj, key, int)
+
+
+def _uri_of(params: object) -> str:
+    return _field(_field(params, "textDocument", dict), "uri", str)
+
+
+@dataclass(frozen=True, slots=True)
+class Malformed:
+    """Input that is not a JSON-RPC message, and why; logged, never fatal."""
+
+    reason: str
+
+
+_Item = dict[str, Any] | Malformed | None
+"""What the reader thread queues: a message, malformed input, or ``None`` at the end of input."""
+
+
+def _read_frame(stream: IO[bytes]) -> bytes | Malformed | None:
+    """The body of the next message on ``stream``, what was wrong with it, or ``None`` at the
+    end of input."""
+    length: int | Malformed | None = None
+    headers = 0
+    while True:
+        line = stream.readline()
+        if not line:
+            return None
+        if not line.strip():
+            if not headers:
+                continue  # a stray blank line between messages
+            break
+        headers += 1
+        name, colon, value = line.decode("latin-1").partition(":")
+        if colon and name.strip().lower() == "content-length":
+            try:
+                length = int(value.strip())
+            except ValueError:
+                length = Malformed(f"invalid Content-Length header {line.strip()!r}")
+    if length is None:
+        return Malformed("a message without a Content-Length header")
+    if isinstance(length, Malformed):
+        return length
+    body = bytearray()
+    while len(body) < length:  # a raw stream may return less than asked for
+        chunk = stream.read(length - len(body))
+        if not chunk:
+            return None
+        body += chunk
+    return bytes(body)
+
+
+def read_messages(stream: IO[bytes], inbox: queue.Queue[_Item]) -> None:
+    """Queue each message read from ``stream`` (a ``Malformed`` for what is not one), then
+    ``None`` at the end of input; the server's reader thread."""
+    while True:
+        try:
+            body = _read_frame(stream)
+        except (OSError, ValueError) as exc:
+            inbox.put(Malformed(f"cannot read standard input: {exc}"))
+            body = None
+        if body is None:
+            inbox.put(None)
+            return
+        if isinstance(body, Malformed):
+            inbox.put(body)
+            continue
+        try:
+            message = json.loads(body)
+        except (ValueError, RecursionError) as exc:
+            inbox.put(Malformed(f"a message that is not JSON ({exc}): {body[:200]!r}"))
+            continue
+        if isinstance(message, dict):
+            inbox.put(message)
+        else:
+            inbox.put(Malformed(f"a message that is not a JSON object: {body[:200]!r}"))
+
+
+def write_message(stream: IO[bytes], message: Mapping[str, Any]) -> None:
+    """Write one message to ``stream`` with its ``Content-Length`` header, and flush."""
+    body = json.dumps(message, separators=(",", ":")).encode("ascii")
+    stream.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    stream.flush()
+
+
+# Documents ----------------------------------------------------------------------------------
+
+
+def _path_of(uri: str) -> str | None:
+    """The file a ``file:`` URI names; ``None`` for any other scheme (``untitled:``)."""
+    parts = urllib.parse.urlsplit(uri)
+    if parts.scheme != "file":
+        return None
+    path = urllib.parse.unquote(parts.path)
+    if os.name == "nt":
+        if re.match(r"/[A-Za-z]:", path):
+            path = path[1:]  # file:///c%3A/src/a.py
+        path = path.replace("/", "\\")
+    if parts.netloc and parts.netloc != "localhost":
+        path = f"//{parts.netloc}{path}" if os.name != "nt" else f"\\\\{parts.netloc}{path}"
+    return path
+
+
+def _source_bytes(text: str) -> tuple[bytes, str]:
+    """The bytes the linter reads for ``text``, and the codec that made them: the one its
+    coding cookie names, else (or when that codec cannot encode it) UTF-8."""
+    data = text.encode("utf-8", "surrogatepass")
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError:
+        return data, "utf-8"
+    if encoding in ("utf-8", "utf-8-sig"):
+        return data, "utf-8"
+    try:
+        return text.encode(encoding), encoding
+    except (UnicodeError, LookupError):
+        return data, "utf-8"
+
+
+def _decoded(data: bytes, encoding: str) -> str:
+    return data.decode(encoding, "surrogatepass" if encoding == "utf-8" else "strict")
+
+
+@dataclass
+class _Lint:
+    """One lint of one version of a document, and the diagnostics published for it.
+
+    Invariant: ``lines`` are the document's lines at ``version`` (``LINE_BREAK``), which every
+    row of ``findings`` and ``errors`` refers to.
+    """
+
+    version: int
+    text: str
+    data: bytes
+    encoding: str
+    lines: list[str]
+    findings: tuple[Finding, ...] = ()
+    errors: tuple[FileError, ...] = ()
+    diagnostics: list[dict[str, Any]] = field(default_factory=list)
+    _facts: _LineFacts | None = None
+    _parsed: bool = False
+
+    def line_facts(self) -> _LineFacts | None:
+        """``_noqa``'s facts about the lines (comments, strings), which ``--add-noqa`` reads to
+        place a directive; parsed once, when a code action first needs them (``None`` when
+        the text does not parse)."""
+        if not self._parsed:
+            self._parsed = True
+            facts = _LineFacts()
+            try:
+                MetadataWrapper(cst.parse_module(self.data), unsafe_skip_copy=True).visit(facts)
+            except Exception:  # libcst rejects the text (the findings are errors then)
+                return None
+            self._facts = facts
+        return self._facts
+
+
+@dataclass
+class _Document:
+    """An open document.
+
+    Invariant: ``lint`` is ``None`` or the lint of ``text`` at ``version`` unless ``dirty``.
+    """
+
+    uri: str
+    language_id: str
+    version: int
+    text: str
+    path: str | None
+    dirty: bool = True
+    lint: _Lint | None = None
+
+    @property
+    def lintable(self) -> bool:
+        """Python, by its language or by its file name."""
+        return self.language_id == "python" or (
+            self.path is not None and self.path.endswith(_PYTHON_SUFFIXES)
+        )
+
+
+def _kind_wanted(kind: str, only: Sequence[str] | None) -> bool:
+    """Whether ``context.only`` asks for actions of ``kind`` (kinds are hierarchical: ``source``
+    covers ``source.fixAll.interlace``)."""
+    return only is None or any(kind == o or kind.startswith(o + ".") for o in only)
+
+
+# The server ---------------------------------------------------------------------------------
+
+
+class Server:
+    """The protocol's state machine: it takes messages one at a time and sends what they call
+    for through ``send``; :meth:`serve` drives it from a queue.
+
+    Invariant: only the thread that calls :meth:`serve` (or :meth:`handle`) sends; ``exit_code``
+    is ``None`` until ``exit`` or the end of input.
+    """
+
+    def __init__(
+        self, send: Callable[[dict[str, Any]], None], *, log: TextIO | None = None
+    ) -> None:
+        self._send = send
+        self._log_stream = log if log is not None else sys.stderr
+        self._documents: dict[str, _Document] = {}
+        self._encoding = UTF16
+        self._capabilities: dict[str, Any] = {}
+        self._initialized = False
+        self._shutdown = False
+        self._shown: set[str] = set()
+        self._next_id = 0
+        self.exit_code: int | None = None
+        self._requests: dict[str, Callable[[Any], Any]] = {
+            "initialize": self._initialize,
+            "shutdown": self._shutdown_request,
+            "textDocument/codeAction": self._code_action,
+        }
+        self._notifications: dict[str, Callable[[Any], None]] = {
+            "initialized": self._on_initialized,
+            "textDocument/didOpen": self._did_open,
+            "textDocument/didChange": self._did_change,
+            "textDocument/didSave": self._did_save,
+            "textDocument/didClose": self._did_close,
+            "workspace/didChangeWatchedFiles": self._did_change_watched_files,
+        }
+
+    # Driving
+
+    def serve(self, inbox: queue.Queue[_Item]) -> int:
+        """Handle the queued messages until ``exit`` or the end of input, linting the documents
+        that changed each time the queue runs dry; return the exit code (0 after
+        ``shutdown``, else 1, as the specification says)."""
+        while self.exit_code is None:
+            self.handle(inbox.get())
+            while self.exit_code is None:
+                try:
+                    item = inbox.get_nowait()
+                except queue.Empty:
+                    break
+                self.handle(item)
+            if self.exit_code is None:
+                self.publish_changed()
+        return self.exit_code
+
+    def handle(self, item: _Item) -> None:
+        """Handle one item from the reader: a message, malformed input, or the end of input."""
+        if item is None:
+            self.exit_code = 0 if self._shutdown else 1
+        elif isinstance(item, Malformed):
+            self._log(_ERROR, f"ignored {item.reason}")
+        elif "method" in item:
+            method, params = item["method"], item.get("params")
+            if not isinstance(method, str):
+                self._log(_ERROR, f"ignored a message whose method is not a string: {item!r}")
+                if "id" in item:
+                    self._error(item["id"], _INVALID_REQUEST, "the method must be a string")
+            elif "id" in item:
+                self._request(item["id"], method, params)
+            else:
+                self._notification(method, params)
+        elif "id" in item:
+            self._response(item)
+        else:
+            self._log(
+                _ERROR,
+                f"ignored a message that is neither a request, a notification "
+                f"nor a response: {item!r}",
+            )
+
+    def publish_changed(self) -> None:
+        """Lint each document changed since it was last linted, and publish its diagnostics."""
+        for document in list(self._documents.values()):
+            if document.dirty:
+                self._refresh(document)
+
+    def _request(self, id_: Any, method: str, params: Any) -> None:
+        handler = self._requests.get(method)
+        if not self._initialized and method != "initialize":
+            self._error(id_, _SERVER_NOT_INITIALIZED, f"{method!r} before 'initialize'")
+        elif self._initialized and method == "initialize":
+            self._error(id_, _INVALID_REQUEST, "'initialize' may only be sent once")
+        elif self._shutdown:
+            self._error(id_, _INVALID_REQUEST, f"{method!r} after 'shutdown'")
+        elif handler is None:
+            self._error(id_, _METHOD_NOT_FOUND, f"unknown method {method!r}")
+        else:
+            try:
+                result = handler(params)
+            except InvalidParamsError as exc:
+                self._error(id_, _INVALID_PARAMS, f"invalid params for {method!r}: {exc}")
+            except Exception as exc:
+                self._internal(f"{method!r} failed", exc)
+                self._error(id_, _INTERNAL_ERROR, f"internal error in {method!r}: {exc!r}")
+            else:
+                self._send({"jsonrpc": "2.0", "id": id_, "result": result})
+
+    def _notification(self, method: str, params: Any) -> None:
+        if method == "exit":
+            self.exit_code = 0 if self._shutdown else 1
+            return
+        handler = self._notifications.get(method)
+        if handler is None or not self._initialized or self._shutdown:
+            return  # the specification: unknown notifications, and any before initialize
+        try:
+            handler(params)
+        except InvalidParamsError as exc:
+            self._log(_ERROR, f"ignored {method!r} with invalid params: {exc}")
+        except Exception as exc:
+            self._internal(f"{method!r} failed", exc)
+
+    def _response(self, message: Mapping[str, Any]) -> None:
+        if "error" in message:
+            self._log(
+                _WARNING, f"the client refused request {message['id']!r}: {message['error']!r}"
+            )
+
+    # Output
+
+    def _notify(self, method: str, params: Any) -> None:
+        self._send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def _error(self, id_: Any, code: int, message: str) -> None:
+        self._send({"jsonrpc": "2.0", "id": id_, "error": {"code": code, "message": message}})
+
+    def _log(self, level: int, message: str) -> None:
+        print(f"interlace server: {message}", file=self._log_stream, flush=True)
+        self._notify("window/logMessage", {"type": level, "message": message})
+
+    def _internal(self, what: str, exc: BaseException) -> None:
+        text = "".join(traceback.format_exception(exc))
+        self._log(
+            _ERROR,
+            f"internal error: {what}; this is a bug in interlace, please report "
+            f"it with this traceback:\n{text}",
+        )
+
+    def _show_once(self, message: str) -> None:
+        """Show ``message`` as an error, once until the configuration changes."""
+        if message not in self._shown:
+            self._shown.add(message)
+            self._notify("window/showMessage", {"type": _ERROR, "message": message})
+            self._log(_ERROR, message)
+
+    # Lifecycle
+
+    def _initialize(self, params: Any) -> dict[str, Any]:
+        capabilities = params.get("capabilities") if isinstance(params, dict) else None
+        self._capabilities = capabilities if isinstance(capabilities, dict) else {}
+        offered = self._capability("general", "positionEncodings")
+        offered = offered if isinstance(offered, list) else [UTF16]
+        # UTF-32 counts code points, as the findings do; UTF-8 is next cheapest to convert to.
+        self._encoding = next((e for e in (UTF32, UTF8) if e in offered), UTF16)
+        self._initialized = True
+        if isinstance(params, dict):
+            self._enter_workspace(params)
+        from interlace import __version__
+
+        self._log(
+            _LOG_INFO,
+            f"interlace {__version__}: positions in {self._encoding}, working "
+            f"directory {os.getcwd()}",
+        )
+
+        server: dict[str, Any] = {
+            "positionEncoding": self._encoding,
+            "textDocumentSync": {"openClose": True, "change": 2, "save": True},
+        }
+        if self._capability("textDocument", "codeAction", "codeActionLiteralSupport"):
+            # CodeActionOptions only for a client that takes CodeAction literals (the spec).
+            server["codeActionProvider"] = {
+                "codeActionKinds": [QUICKFIX, FIX_ALL],
+                "resolveProvider": False,
+            }
+        return {
+            "capabilities": server,
+            "serverInfo": {"name": "interlace", "version": __version__},
+        }
+
+    def _enter_workspace(self, params: Mapping[str, Any]) -> None:
+        """Work in the first workspace folder, as ``interlace lint`` run there would: an
+        untitled buffer, and a file with no configuration above it, take its settings."""
+        folders = params.get("workspaceFolders")
+        uri = params.get("rootUri")
+        if isinstance(folders, list) and folders and isinstance(folders[0], dict):
+            uri = folders[0].get("uri")
+        path = _path_of(uri) if isinstance(uri, str) else None
+        if path is None and isinstance(params.get("rootPath"), str):
+            path = params["rootPath"]
+        if path is not None and os.path.isdir(path):
+            os.chdir(path)
+
+    def _capability(self, *keys: str) -> Any:
+        value: Any = self._capabilities
+        for key in keys:
+            value = value.get(key) if isinstance(value, dict) else None
+        return value
+
+    def _on_initialized(self, params: Any) -> None:
+        if self._capability("workspace", "didChangeWatchedFiles", "dynamicRegistration"):
+            self._next_id += 1
+            watchers = [{"globPattern": f"**/{name}"} for name in sorted(_CONFIG_FILES)]
+            registration = {
+                "id": "interlace/watch-configuration",
+                "method": "workspace/didChangeWatchedFiles",
+                "registerOptions": {"watchers": watchers},
+            }
+            self._send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": f"interlace/{self._next_id}",
+                    "method": "client/registerCapability",
+                    "params": {"registrations": [registration]},
+                }
+            )
+
+    def _shutdown_request(self, params: Any) -> None:
+        self._shutdown = True
+
+    # Documents
+
+    def _did_open(self, params: Any) -> None:
+        item = _field(params, "textDocument", dict)
+        uri = _field(item, "uri", str)
+        self._documents[uri] = _Document(
+            uri,
+            _field(item, "languageId", str),
+            _integer(item, "version"),
+            _field(item, "text", str),
+            _path_of(uri),
+        )
+
+    def _did_change(self, params: Any) -> None:
+        uri = _uri_of(params)
+        document = self._documents.get(uri)
+        if document is None:
+            raise InvalidParamsError(f"{uri!r} is not open")
+        changes = _field(params, "contentChanges", list)
+        text = document.text
+        for change in changes:
+            if not isinstance(change, dict):
+                raise InvalidParamsError(
+                    f"expected each content change to be an object, got {change!r}"
+                )
+            text = apply_change(text, change, self._encoding)
+        document.text = text
+        document.version = _integer(_field(params, "textDocument", dict), "version")
+        document.dirty = True
+
+    def _did_save(self, params: Any) -> None:
+        uri = _uri_of(params)
+        path = _path_of(uri)
+        if path is not None and PurePosixPath(path.replace("\\", "/")).name in _CONFIG_FILES:
+            self._configuration_changed()
+        document = self._documents.get(uri)
+        if document is not None:
+            if isinstance(params.get("text"), str):
+                document.text = params["text"]
+            document.dirty = True  # the file's configuration may have changed on disk
+
+    def _did_close(self, params: Any) -> None:
+        uri = _uri_of(params)
+        if self._documents.pop(uri, None) is not None:
+            self._notify("textDocument/publishDiagnostics", {"uri": uri, "diagnostics": []})
+
+    def _did_change_watched_files(self, params: Any) -> None:
+        changes = _field(params, "changes", list)
+        for change in changes:
+            path = _path_of(_field(change, "uri", str)) or ""
+            if PurePosixPath(path.replace("\\", "/")).name in _CONFIG_FILES:
+                self._configuration_changed()
+                return
+
+    def _configuration_changed(self) -> None:
+        self._shown.clear()  # a configuration still broken after an edit is shown again
+        for document in self._documents.values():
+            document.dirty = True
+
+    # Linting
+
+    def _refresh(self, document: _Document) -> _Lint | None:
+        """Lint ``document`` if it is Python and publish its diagnostics; return its lint."""
+        document.dirty = False
+        if not document.lintable:
+            document.lint = None
+            return None
+        document.lint = self._lint(document)
+        self._notify(
+            "textDocument/publishDiagnostics",
+            {
+                "uri": document.uri,
+                "version": document.version,
+                "diagnostics": document.lint.diagnostics,
+            },
+        )
+        return document.lint
+
+    def _lint(self, document: _Document) -> _Lint:
+        from interlace.linters._run import lint_stdin
+
+        data, encoding = _source_bytes(document.text)
+        lint = _Lint(
+            document.version, document.text, data, encoding, LINE_BREAK.split(document.text)
+        )
+        try:
+            result = lint_stdin(data, filename=document.path, force_exclude=True)
+        except ConfigError as exc:
+            self._show_once(f"interlace: {exc}")
+            return lint
+        except Exception as exc:  # never let one document take the server down
+            self._internal(f"linting {document.uri}", exc)
+            return lint
+        lint.findings, lint.errors = tuple(result.findings), tuple(result.errors)
+        lint.diagnostics = [self._diagnostic(document.uri, lint, f) for f in lint.findings]
+        lint.diagnostics.extend(self._error_diagnostic(lint, error) for error in lint.errors)
+        return lint
+
+    def _diagnostic(self, uri: str, lint: _Lint, finding: Finding) -> dict[str, Any]:
+        lines, encoding = lint.lines, self._encoding
+        diagnostic: dict[str, Any] = {
+            "range": _range(
+                lines, finding.row, finding.column, finding.end_row, finding.end_column, encoding
+            ),
+            "severity": _WARNING,
+            "code": finding.code,
+            "source": SOURCE,
+            "message": finding.message,
+        }
+        if finding.code == UNUSED_NOQA:
+            diagnostic["tags"] = [_UNNECESSARY]
+        if finding.related:
+            diagnostic["relatedInformation"] = [
+                {
+                    "location": {
+                        "uri": uri,
+                        "range": _range(lines, r.row, r.column, r.end_row, r.end_column, encoding),
+                    },
+                    "message": r.message,
+                }
+                for r in finding.related
+            ]
+        return diagnostic
+
+    def _error_diagnostic(self, lint: _Lint, error: FileError) -> dict[str, Any]:
+        """A file that could not be linted: one error at its position, a character wide."""
+        row, column = max(error.row, 1), max(error.column, 1)
+        return {
+            "range": _range(lint.lines, row, column, row, column + 1, self._encoding),
+            "severity": _ERROR,
+            "code": ERROR_NAMES.get(error.kind, f"{error.kind}-error"),
+            "source": SOURCE,
+            "message": error.message,
+        }
+
+    # Code actions
+
+    def _code_action(self, params: Any) -> list[dict[str, Any]]:
+        document = self._documents.get(_uri_of(params))
+        context = _field(params, "context", dict)
+        wanted = _field(context, "diagnostics", list)
+        only = context.get("only")
+        if only is not None and not isinstance(only, list):
+            raise InvalidParamsError(f"expected 'only' to be a list, got {only!r}")
+        if document is None:
+            return []
+        lint = self._refresh(document) if document.dirty else document.lint
+        if lint is None:
+            return []
+        actions: list[dict[str, Any]] = []
+        if _kind_wanted(QUICKFIX, only):
+            seen: set[str] = set()
+            for diagnostic in wanted:
+                for action in self._quickfixes(document, lint, diagnostic):
+                    # Two diagnostics of one code on one line share their actions.
+                    key = json.dumps(
+                        {k: v for k, v in action.items() if k != "diagnostics"}, sort_keys=True
+                    )
+                    if key not in seen:
+                        seen.add(key)
+                        actions.append(action)
+        if _kind_wanted(FIX_ALL, only):
+            fix_all = self._fix_all(document, lint)
+            if fix_all is not None:
+                actions.append(fix_all)
+        return actions
+
+    def _quickfixes(
+        self, document: _Document, lint: _Lint, diagnostic: object
+    ) -> Iterable[dict[str, Any]]:
+        """The quick fixes of the current findings that ``diagnostic`` (as the client holds it)
+        stands for: same code, same range. A diagnostic of an older version matches nothing
+        moved since, so it gets no action rather than a wrong one."""
+        if not isinstance(diagnostic, dict) or diagnostic.get("source") != SOURCE:
+            return
+        published_findings = lint.diagnostics[: len(lint.findings)]  # the errors' come after
+        for finding, published in zip(lint.findings, published_findings, strict=True):
+            if (published["code"], published["range"]) != (
+                diagnostic.get("code"),
+                diagnostic.get("range"),
+            ):
+                continue
+            if finding.code == UNUSED_NOQA:
+                if finding.fix is not None:
+                    fix = finding.fix
+                    edit = {
+                        "range": _range(
+                            lint.lines,
+                            fix.row,
+                            fix.column,
+                            fix.end_row,
+                            fix.end_column,
+                            self._encoding,
+                        ),
+                        "newText": fix.content,
+                    }
+                    yield self._action(
+                        UNUSED_NOQA_FIX, QUICKFIX, document, [edit], diagnostic, preferred=True
+                    )
+                continue
+            action = self._disable_action(document, lint, finding, diagnostic)
+            if action is not None:
+                yield action
+
+    def _disable_action(
+        self, document: _Document, lint: _Lint, finding: Finding, diagnostic: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """``--add-noqa``'s edit for one finding: ``# noqa: CODE`` on its line, merged into a
+        directive already there. A line that cannot take one gets a disabled action saying
+        why (for a client that shows those), else none."""
+        facts = lint.line_facts()
+        if facts is None or not 0 < finding.row <= len(lint.lines):
+            return None
+        title = f"Disable {finding.code} for this line"
+        line = lint.lines[finding.row - 1]
+        why = _why_not(finding.row, line, facts)
+        if why is not None:
+            if not self._capability("textDocument", "codeAction", "disabledSupport"):
+                return None
+            return {
+                "title": title,
+                "kind": QUICKFIX,
+                "diagnostics": [diagnostic],
+                "disabled": {"reason": why},
+            }
+        edited = _with_directive(line, facts.comments.get(finding.row), {finding.code})
+        if edited == line:
+            return None  # a bare directive already suppresses every code
+        edit = _line_edit(finding.row - 1, line, edited, self._encoding)
+        return self._action(title, QUICKFIX, document, [edit], diagnostic)
+
+    def _fix_all(self, document: _Document, lint: _Lint) -> dict[str, Any] | None:
+        """Every fix of the document (IL001's), as ``interlace lint --fix`` makes them."""
+        if not any(f.fix is not None for f in lint.findings):
+            return None
+        from interlace.linters._run import lint_stdin
+
+        try:
+            result = lint_stdin(lint.data, filename=document.path, force_exclude=True, fix=True)
+        except ConfigError as exc:
+            self._show_once(f"interlace: {exc}")
+            return None
+        if not result.fixed or result.source is None:
+            return None
+        fixed = _decoded(result.source, lint.encoding)
+        edit = _text_edit(lint.text, fixed, self._encoding)
+        return self._action(
+            "interlace: Remove all unused `noqa` directives", FIX_ALL, document, [edit], None
+        )
+
+    def _action(
+        self,
+        title: str,
+        kind: str,
+        document: _Document,
+        edits: list[dict[str, Any]],
+        diagnostic: dict[str, Any] | None,
+        *,
+        preferred: bool = False,
+    ) -> dict[str, Any]:
+        if self._capability("workspace", "workspaceEdit", "documentChanges"):
+            # Versioned: a client applies the edit only to the text it was computed for.
+            identifier = {"uri": document.uri, "version": document.version}
+            edit: dict[str, Any] = {
+                "documentChanges": [{"textDocument": identifier, "edits": edits}]
+            }
+        else:
+            edit = {"changes": {document.uri: edits}}
+        action: dict[str, Any] = {"title": title, "kind": kind, "edit": edit}
+        if diagnostic is not None:
+            action["diagnostics"] = [diagnostic]
+        if preferred:
+            action["isPreferred"] = True
+        return action
+
+
+# The command --------------------------------------------------------------------------------
+
+_DESCRIPTION = """\
+Run interlace's linter as a Language Server Protocol (LSP 3.17) server on standard input and
+output, for editors: it lints each open Python buffer as you type, with the settings
+`interlace lint` gives that file (the closest pyproject.toml, per-file-ignores, exclusions),
+shows the findings as diagnostics, and offers quick fixes: remove an unused `# noqa`
+directive (IL001), disable a rule for a line (`# noqa: CODE`), and fix the whole file
+(code action kind source.fixAll.interlace, which editors can run on save).
+
+An editor starts it; it is not meant to be run by hand. Configure your editor's LSP client to
+run the command `interlace server` for Python files, with the project root as the workspace."""
+
+_EPILOG = """\
+editors (docs/lint.md has the full configurations):
+  Neovim 0.11+:  vim.lsp.config('interlace', { cmd = { 'interlace', 'server' },
+                   filetypes = { 'python' }, root_markers = { 'pyproject.toml', '.git' } })
+                 vim.lsp.enable('interlace')
+  Helix:         languages.toml: [language-server.interlace] command = "interlace"
+                   args = ["server"], and add "interlace" to the python language's
+                   language-servers
+  Emacs eglot:   (add-to-list 'eglot-server-programs
+                   '(python-mode . ("interlace" "server")))
+  VS Code, Zed:  a generic LSP client extension, with the command `interlace server`
+
+Logs go to standard error (and to the editor's LSP log); standard output is the protocol."""
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``server`` subcommand to ``interlace``'s argparse subparsers."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "server",
+        help="lint open files in an editor (a Language Server Protocol server)",
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.set_defaults(run=run)
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve on standard input and output until ``exit`` or the end of input; return the exit
+    code (0 after ``shutdown``, 1 without, 2 when there is no standard input)."""
+    stdin, stdout = sys.stdin, sys.stdout
+    if stdin is None or stdout is None:
+        print(
+            "interlace server: error: no standard input or output to speak LSP on; an "
+            "editor starts `interlace server` with both as pipes",
+            file=sys.stderr,
+        )
+        return 2
+    if stdin.isatty():
+        print(
+            "interlace server: speaking the Language Server Protocol on standard input and "
+            "output; an editor starts this command (see `interlace server --help`)",
+            file=sys.stderr,
+            flush=True,
+        )
+    protocol = stdout.buffer
+    try:
+        # Unbuffered, so the reader thread, a daemon still blocked in a read at exit, holds no
+        # buffer lock that the interpreter's shutdown would wait for (it aborts instead).
+        reader: IO[bytes] = io.FileIO(stdin.fileno(), "rb", closefd=False)
+    except (OSError, ValueError):  # no file descriptor (an embedding replaced sys.stdin)
+        reader = stdin.buffer
+    # Standard output is the protocol channel: a stray print anywhere must not corrupt it.
+    sys.stdout = sys.stderr
+    try:
+        return _serve(reader, protocol)
+    finally:
+        sys.stdout = stdout
+
+
+def _serve(reader: IO[bytes], writer: IO[bytes]) -> int:
+    inbox: queue.Queue[_Item] = queue.Queue()
+    lost = threading.Event()
+
+    def send(message: dict[str, Any]) -> None:
+        if lost.is_set():
+            return
+        try:
+            write_message(writer, message)
+        except (OSError, ValueError):  # the client closed its end
+            lost.set()
+            inbox.put(None)
+
+    # A daemon: `exit` must end the process even while the reader waits for input.
+    thread = threading.Thread(
+        target=read_messages, args=(reader, inbox), name="interlace-lsp-reader", daemon=True
+    )
+    thread.start()
+    return Server(send).serve(inbox)
