@@ -8,8 +8,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from interlace._core.explorer import ReplayHints, explore_backend, label_for, shrink
-from interlace._core.result import RunResult
+from interlace._core.explorer import (
+    ReplayHints,
+    explore_backend,
+    format_report,
+    label_for,
+    shrink,
+)
+from interlace._core.result import RunResult, StepRecord
 from interlace._core.schedule import (
     READY,
     TIMER,
@@ -347,3 +353,41 @@ def test_pct_and_sparse_delays_find_the_hidden_bug() -> None:
         )
         assert exploration.failure is not None, strategy.describe()
         assert exploration.failure.deviations == 1
+
+
+def _record(
+    step: int, suspended: str = "app.py:6 await asyncio.sleep(0)", deviation: str = ""
+) -> StepRecord:
+    return StepRecord(step, "main", "resumed", "app.py:6", suspended, deviation)
+
+
+def _report_lines(trace: Sequence[StepRecord], steps: int) -> list[str]:
+    run = RunResult(
+        kind="hang",
+        exception=None,
+        detail="Still running.",
+        steps=steps,
+        decisions=(),
+        trace=tuple(trace),
+    )
+    report = format_report(
+        run, run, steps, "fails under stock order", "il1.x", ReplayHints(api="app.main")
+    )
+    return report.split("\n\n")[0].splitlines()[1:]
+
+
+def test_a_run_of_identical_steps_is_one_step_and_a_count() -> None:
+    trace = [_record(1, "app.py:3 await start()"), *(_record(step) for step in range(2, 9))]
+    assert _report_lines(trace, 8) == [
+        "  1. main: resumed at app.py:6 -> app.py:3 await start()",
+        "  2. main: resumed at app.py:6 -> app.py:6 await asyncio.sleep(0)",
+        "     ... the same step 6 more times, to step 8 ...",
+    ]
+
+
+def test_three_identical_steps_and_deviations_are_shown_as_they_are() -> None:
+    three = [_record(step) for step in range(1, 4)]
+    assert len(_report_lines(three, 3)) == 3
+    # A deviation is where the schedule leaves stock order: never folded into a count.
+    deviating = [*three, _record(4, deviation="postponed"), _record(5), _record(6)]
+    assert len(_report_lines(deviating, 6)) == 6

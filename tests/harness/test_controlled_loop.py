@@ -459,6 +459,26 @@ def test_the_replay_line_in_the_report_replays_the_same_failure() -> None:
     assert again.report.startswith(f"Failing schedule ({failure.steps} steps, shrunk from ")
 
 
+def test_a_hang_of_identical_steps_reports_the_last_one_and_a_count() -> None:
+    async def spins_forever() -> None:
+        while True:  # noqa: ASYNC110 - a hang on purpose
+            await asyncio.sleep(0)
+
+    failure = interlace.explore(spins_forever, max_schedules=1, seed=1, max_steps=2000).failure
+    assert failure is not None
+    assert failure.kind == "hang"
+    schedule = failure.report.split("\n\n")[0].splitlines()
+    assert schedule[1] == "  ... 1600 earlier steps not shown ..."
+    assert re.fullmatch(
+        r"  1601\. main: resumed at .*test_controlled_loop\.py:\d+ -> "
+        r".*test_controlled_loop\.py:\d+ await asyncio\.sleep\(0\)",
+        schedule[2],
+    )
+    assert schedule[3:] == ["        ... the same step 399 more times, to step 2000 ..."]
+    # Failure.schedule keeps every recorded step.
+    assert len(failure.schedule) == 400
+
+
 def test_a_schedule_of_one_step_is_reported_as_one_step() -> None:
     async def waits_forever() -> None:
         await asyncio.Event().wait()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import shlex
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -20,6 +20,7 @@ from interlace._core.result import (
     Exploration,
     Failure,
     RunResult,
+    StepRecord,
 )
 from interlace._core.schedule import READY, THREAD, TIMER, Decision, Settings, encode_token
 from interlace._core.strategy import Chooser, ExhaustiveStrategy, ReplayChooser, Strategy
@@ -255,8 +256,9 @@ def format_report(
     trace = recorded.trace
     if trace and trace[0].step > 1:
         lines.append(f"  ... {trace[0].step - 1} earlier steps not shown ...")
-    width = len(str(steps))
-    for record in trace:
+    width = len(str(max(steps, trace[-1].step if trace else 0)))
+    for run in _runs_of_the_same_step(trace):
+        record = run[0]
         text = f"  {record.step:>{width}}. {record.actor}: {record.action}"
         if record.resumed:
             text += f" at {record.resumed}"
@@ -265,6 +267,11 @@ def format_report(
         if record.deviation:
             text += f"    <- {record.deviation}"
         lines.append(text)
+        if len(run) > 1:
+            lines.append(
+                f"  {'':>{width}}  ... the same step {len(run) - 1} more times, to step "
+                f"{run[-1].step} ..."
+            )
     kind = best.kind or "exception"
     lines.append("")
     if kind == "exception" and recorded.exception is not None:
@@ -286,6 +293,30 @@ def format_report(
     lines.append("Replay:")
     lines.extend("  " + line for line in replay_lines(token, hints))
     return "\n".join(lines)
+
+
+_SAME_STEP_RUN = 4
+"""Consecutive identical steps (a spin-wait, a hang) shown as one step and a count."""
+
+
+def _runs_of_the_same_step(trace: Sequence[StepRecord]) -> Iterator[list[StepRecord]]:
+    """The trace in runs: a step alone, or ``_SAME_STEP_RUN`` or more consecutive steps that
+    read the same but for their numbers (none of them a deviation)."""
+
+    def key(record: StepRecord) -> tuple[str, str, str, str]:
+        return (record.actor, record.action, record.resumed, record.suspended)
+
+    i = 0
+    while i < len(trace):
+        j = i + 1
+        if not trace[i].deviation:
+            while j < len(trace) and not trace[j].deviation and key(trace[j]) == key(trace[i]):
+                j += 1
+        if j - i >= _SAME_STEP_RUN:
+            yield list(trace[i:j])
+        else:
+            yield from ([record] for record in trace[i:j])
+        i = j
 
 
 def explore_backend(

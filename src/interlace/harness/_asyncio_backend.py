@@ -23,7 +23,13 @@ from interlace.errors import UnsupportedOperationError
 from interlace.harness import _interrupt
 from interlace.harness._footprint import AVAILABLE as FOOTPRINTS
 from interlace.harness._footprint import Tracer
-from interlace.harness._introspect import describe_task, is_library_file, location_of, ownership
+from interlace.harness._introspect import (
+    describe_position,
+    describe_task,
+    is_library_file,
+    ownership,
+    position_of,
+)
 from interlace.harness._loop import (
     Blocked,
     ControlledEventLoop,
@@ -62,13 +68,35 @@ def is_passthrough(exc: BaseException) -> bool:
     return isinstance(exc, passthrough)
 
 
+_Where = tuple[str, int] | None
+"""Where a task stood (``_introspect.position_of``), formatted only if the report shows it."""
+
+
 class _Recorder:
-    """Runs each handle and records what it did, for the report."""
+    """Runs each handle and records what it did, for the report.
+
+    A run may take hundreds of thousands of steps (a hang) and the report shows the last
+    ``_TRACE_LIMIT``: each step keeps raw positions, and only those steps are formatted.
+    """
 
     def __init__(self, loop: ControlledEventLoop) -> None:
         self.loop = loop
-        self.records: collections.deque[StepRecord] = collections.deque(maxlen=_TRACE_LIMIT)
+        self._raw: collections.deque[tuple[int, str, str, _Where, _Where | str, str]] = (
+            collections.deque(maxlen=_TRACE_LIMIT)
+        )
         self.step_counts: collections.Counter[str] = collections.Counter()
+
+    @property
+    def records(self) -> list[StepRecord]:
+        """The last ``_TRACE_LIMIT`` steps, formatted."""
+        records = []
+        for step, name, action, resumed, suspended, deviation in self._raw:
+            if not isinstance(suspended, str):
+                where, text = describe_position(suspended)
+                suspended = f"{where} {text}".strip()
+            where = describe_position(resumed)[0] if resumed is not None else ""
+            records.append(StepRecord(step, name, action, where, suspended, deviation))
+        return records
 
     def __call__(self, handle: Any) -> None:
         loop = self.loop
@@ -81,12 +109,13 @@ class _Recorder:
         if isinstance(task, asyncio.Task):
             name = task.get_name()
             coro = task.get_coro()
+            resumed: _Where = None
+            suspended: _Where | str
             if inspect.iscoroutine(coro) and inspect.getcoroutinestate(coro) == "CORO_CREATED":
                 action = "started " + getattr(coro, "__qualname__", "coroutine")
-                resumed = ""
             else:
                 action = "resumed"
-                resumed, _ = location_of(task)
+                resumed = position_of(task)
             handle._run()
             if task.done():
                 # Read without task.exception(), which would mark the exception retrieved:
@@ -104,16 +133,15 @@ class _Recorder:
                 else:
                     suspended = "finished"
             else:
-                where, text = location_of(task)
-                suspended = f"{where} {text}".strip()
+                suspended = position_of(task)
             self.step_counts[name] += 1
         else:
             name = "loop"
             action = "callback " + _callable_name(callback)
-            resumed = ""
+            resumed = None
             handle._run()
             suspended = ""
-        self.records.append(StepRecord(step, name, action, resumed, suspended, deviation))
+        self._raw.append((step, name, action, resumed, suspended, deviation))
 
 
 def _raised(exc: BaseException) -> str:
@@ -422,9 +450,10 @@ def _hang_detail(
     lines = [f"Still running: {reason} (virtual time {loop.elapsed():g} s)."]
     if note:
         lines.append(note)
-    if recorder is not None and recorder.records:
-        recent = collections.Counter(r.actor for r in recorder.records)
-        lines.append(f"Tasks that kept running in the last {len(recorder.records)} steps:")
+    records = recorder.records if recorder is not None else []
+    if records:
+        recent = collections.Counter(r.actor for r in records)
+        lines.append(f"Tasks that kept running in the last {len(records)} steps:")
         lines.extend(f"  {name!r}: {count} steps" for name, count in recent.most_common())
     lines.append("Every task at the end:")
     lines.extend("  " + describe_task(task) for task in _pending_tasks(loop))

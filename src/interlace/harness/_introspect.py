@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 __all__ = (
+    "describe_position",
     "describe_task",
     "describe_timer",
     "describe_wait",
@@ -29,6 +30,7 @@ __all__ = (
     "location_of",
     "name_of",
     "ownership",
+    "position_of",
     "short_path",
 )
 
@@ -43,8 +45,13 @@ _owners: weakref.WeakKeyDictionary[Any, list[asyncio.Task[Any]]] = weakref.WeakK
 
 
 @functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=4096)
 def is_library_file(filename: str) -> bool:
-    """True for frames a report should hide: stdlib, interlace's own, and async libraries."""
+    """True for frames a report should hide: stdlib, interlace's own, and async libraries.
+
+    Cached: a recorded run asks for every frame of the running task at every step, and
+    ``realpath`` costs a system call per component.
+    """
     path = os.path.normcase(os.path.realpath(filename))
     if path.startswith(_STDLIB) and "site-packages" not in path:
         return True
@@ -56,8 +63,13 @@ def is_library_file(filename: str) -> bool:
 
 def short_path(filename: str) -> str:
     """A file name relative to the working directory when it is below it."""
+    return _short_path(filename, os.getcwd())
+
+
+@functools.lru_cache(maxsize=4096)
+def _short_path(filename: str, cwd: str) -> str:
     try:
-        relative = os.path.relpath(filename)
+        relative = os.path.relpath(filename, cwd)
     except ValueError:
         return filename
     return filename if relative.startswith("..") else relative
@@ -82,20 +94,33 @@ def _frames_of(awaitable: Any) -> Iterator[types.FrameType]:
         )
 
 
-def location_of(task: asyncio.Task[Any]) -> tuple[str, str]:
-    """Return (``file:line``, source text) of the innermost user frame the task is suspended in."""
+def position_of(task: asyncio.Task[Any]) -> tuple[str, int] | None:
+    """(file name, line) of the innermost user frame the task is suspended in, or None.
+
+    The cheap half of :func:`location_of`, for a recorder that formats only the steps a
+    report shows.
+    """
     found: types.FrameType | None = None
     for frame in _frames_of(task.get_coro()):
         if not is_library_file(frame.f_code.co_filename):
             found = frame
-    if found is None:
+    return None if found is None else (found.f_code.co_filename, found.f_lineno)
+
+
+def describe_position(position: tuple[str, int] | None) -> tuple[str, str]:
+    """(``file:line``, source text) of a :func:`position_of` result; empty strings for None."""
+    if position is None:
         return "", ""
-    filename = found.f_code.co_filename
-    line = found.f_lineno
+    filename, line = position
     text = linecache.getline(filename, line).strip()
     if text.count("(") > text.count(")") or text.count("[") > text.count("]"):
         text += " …"  # the statement goes on over more lines
     return f"{short_path(filename)}:{line}", text
+
+
+def location_of(task: asyncio.Task[Any]) -> tuple[str, str]:
+    """Return (``file:line``, source text) of the innermost user frame the task is suspended in."""
+    return describe_position(position_of(task))
 
 
 def name_of(obj: Any, code: Callable[[types.CodeType], bool] | None = None) -> str:
