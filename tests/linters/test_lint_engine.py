@@ -96,12 +96,20 @@ def test_shared_class_names_are_extra_triggers() -> None:
     [
         ("import asyncio\ndef f(:\n    pass\n", 2, 7),
         ("x = (\n", 1, 5),
+        # Columns count characters, also after non-ASCII ones (CPython counts UTF-8 bytes
+        # when it compiles the bytes of a file without a coding cookie).
+        ("x = '\U0001f600' +* 2\n", 1, 10),
+        ("import asyncio\nx = 'é' +* 2\n", 2, 10),
+        ("# -*- coding: latin-1 -*-\nx = 'é' +* 2\n".encode("latin-1"), 2, 10),
+        ("\ufeffx = 'あ' +* 2\n".encode(), 1, 10),
     ],
 )
-def test_syntax_error_is_reported_with_its_line(source: str, row: int, column: int) -> None:
+def test_syntax_error_is_reported_with_its_line(source: str | bytes, row: int, column: int) -> None:
     result = lint_source(source, [AvoidAsyncioPrimitiveInInit], filename="bad.py")
     assert result.findings == ()
-    assert [(e.filename, e.row, e.kind) for e in result.errors] == [("bad.py", row, "syntax")]
+    assert [(e.filename, e.row, e.column, e.kind) for e in result.errors] == [
+        ("bad.py", row, column, "syntax")
+    ]
     assert result.errors[0].message.startswith("cannot parse: ")
 
 

@@ -171,7 +171,7 @@ def _quick_syntax_check(data: bytes, filename: str) -> FileError | None:
             return FileError(
                 filename,
                 max(exc.lineno or 1, 1),
-                max(exc.offset or 1, 1),  # an unknown coding cookie: line 0, offset -1
+                _character_column(data, filename, exc),
                 f"cannot parse: {exc.msg}",
                 "syntax",
             )
@@ -180,6 +180,30 @@ def _quick_syntax_check(data: bytes, filename: str) -> FileError | None:
         except ValueError as exc:  # e.g. NUL bytes before 3.12
             return FileError(filename, 1, 1, f"cannot parse: {exc}", "syntax")
     return None
+
+
+def _character_column(data: bytes, filename: str, exc: SyntaxError) -> int:
+    """The 1-based column, in characters, of ``exc`` from compiling ``data``.
+
+    Compiling bytes, CPython counts the UTF-8 bytes of the line in a file without a coding
+    cookie, and characters in one with a cookie; compiling text, always characters. So the
+    text is compiled again for the column, with the byte count as the fallback.
+    """
+    offset = exc.offset or 1
+    if offset < 1:
+        return 1  # an unknown coding cookie: line 0, offset -1
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        compile(data.decode(encoding), filename, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as again:
+        if again.lineno == exc.lineno and again.msg == exc.msg and again.offset:
+            return max(again.offset, 1)
+    except (ValueError, LookupError, MemoryError, RecursionError):
+        pass
+    if exc.text is None:
+        return offset
+    encoded = exc.text.encode("utf-8", "surrogatepass")
+    return len(encoded[: offset - 1].decode("utf-8", "replace")) + 1
 
 
 def _libcst_accepts(data: bytes) -> bool:
