@@ -1407,22 +1407,24 @@ def _sem_acquire(
     return got
 
 
-def _sem_release(self: threading.Semaphore, n: int = 1) -> None:
-    found = _controlled()
-    if found is not None:
-        found[1].using(self)
-    _orig_sem_release(self, n)
-    if found is not None:
-        found[1].gave_permits(self, found[0], n)
+def _counted_release(
+    original: Callable[[threading.Semaphore, int], None],
+) -> Callable[[threading.Semaphore, int], None]:
+    """``Semaphore.release`` (or ``BoundedSemaphore``'s), counting the permits given back."""
+
+    def release(self: threading.Semaphore, n: int = 1) -> None:
+        found = _controlled()
+        if found is not None:
+            found[1].using(self)
+        original(self, n)
+        if found is not None:
+            found[1].gave_permits(self, found[0], n)
+
+    return release
 
 
-def _bsem_release(self: threading.BoundedSemaphore, n: int = 1) -> None:
-    found = _controlled()
-    if found is not None:
-        found[1].using(self)
-    _orig_bsem_release(self, n)
-    if found is not None:
-        found[1].gave_permits(self, found[0], n)
+_sem_release = _counted_release(_orig_sem_release)
+_bsem_release = _counted_release(_orig_bsem_release)
 
 
 def _take_back(lock: Any, saved: Any) -> bool:
