@@ -59,6 +59,7 @@ __all__ = (
     "UNUSED_NOQA",
     "UNUSED_NOQA_FIX",
     "FixedSource",
+    "LineFacts",
     "NoqaDirective",
     "NoqaEdit",
     "NoqaResult",
@@ -69,6 +70,8 @@ __all__ = (
     "parse_noqa",
     "replace_file",
     "unused_noqa_edit",
+    "why_no_directive",
+    "with_directive",
 )
 
 UNUSED_NOQA = "IL001"
@@ -184,7 +187,7 @@ class NoqaResult:
     unsuppressed: list[UnsuppressedLine] = field(default_factory=list)
 
 
-class _LineFacts(cst.CSTVisitor):
+class LineFacts(cst.CSTVisitor):
     """Which rows end inside a string literal, and where each row's comment starts."""
 
     METADATA_DEPENDENCIES = (PositionProvider,)
@@ -229,7 +232,7 @@ def _comments(module: cst.Module | None, lines: Sequence[str]) -> dict[int, tupl
     except (tokenize.TokenError, SyntaxError):
         if module is None:
             module = cst.parse_module("\n".join(lines))
-        facts = _LineFacts()
+        facts = LineFacts()
         MetadataWrapper(module, unsafe_skip_copy=True).visit(facts)
         return {
             row: (column, lines[row - 1][column:])
@@ -274,7 +277,7 @@ class Suppressions:
         return found is not None and found[1].suppresses(code)
 
 
-def _why_not(row: int, line: str, facts: _LineFacts) -> str | None:
+def why_no_directive(row: int, line: str, facts: LineFacts) -> str | None:
     """Why a directive cannot be added to line ``row``, or ``None`` if it can."""
     if row in facts.in_string:
         return (
@@ -299,7 +302,10 @@ def _why_not(row: int, line: str, facts: _LineFacts) -> str | None:
     return None
 
 
-def _with_directive(line: str, comment_column: int | None, codes: set[str]) -> str:
+def with_directive(line: str, comment_column: int | None, codes: set[str]) -> str:
+    """``line`` with a ``# noqa`` directive for ``codes``: merged into the directive of the
+    comment at ``comment_column`` when it has one (a bare one already covers every code),
+    else appended after two spaces."""
     if comment_column is not None:
         directive = parse_noqa(line[comment_column:])
         if directive is not None:
@@ -378,17 +384,17 @@ def _add_to_file(path: str, findings: Sequence[Finding]) -> NoqaResult:
         if not 0 < row <= len(parts) // 2 + 1 or parts[2 * (row - 1)] != finding.source_line:
             return whole_file("the file changed since it was linted; run --add-noqa again")
         wanted.setdefault(row, []).append(finding.code)
-    facts = _LineFacts()
+    facts = LineFacts()
     MetadataWrapper(module, unsafe_skip_copy=True).visit(facts)
     result = NoqaResult()
     for row, codes in sorted(wanted.items()):
         line = parts[2 * (row - 1)]
-        why = _why_not(row, line, facts)
+        why = why_no_directive(row, line, facts)
         if why is not None:
             unique = tuple(sorted(set(codes)))
             result.unsuppressed.append(UnsuppressedLine(display, row, unique, len(codes), why))
             continue
-        edited = _with_directive(line, facts.comments.get(row), set(codes))
+        edited = with_directive(line, facts.comments.get(row), set(codes))
         if edited != line:
             parts[2 * (row - 1)] = edited
             result.added += 1

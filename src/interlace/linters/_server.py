@@ -45,14 +45,14 @@ from libcst.metadata import MetadataWrapper
 from interlace.errors import ConfigError
 from interlace.linters._engine import LINE_BREAK, FileError, Finding
 
-# The private helpers are ``--add-noqa``'s own placement of a directive, which the "Disable ...
-# for this line" action must match.
+# ``--add-noqa``'s own placement of a directive, which the "Disable ... for this line" action
+# must match.
 from interlace.linters._noqa import (
     UNUSED_NOQA,
     UNUSED_NOQA_FIX,
-    _LineFacts,
-    _why_not,
-    _with_directive,
+    LineFacts,
+    why_no_directive,
+    with_directive,
 )
 from interlace.linters._output import ERROR_NAMES
 
@@ -415,16 +415,16 @@ class _Lint:
     findings: tuple[Finding, ...] = ()
     errors: tuple[FileError, ...] = ()
     diagnostics: list[dict[str, Any]] = field(default_factory=list)
-    _facts: _LineFacts | None = None
+    _facts: LineFacts | None = None
     _parsed: bool = False
 
-    def line_facts(self) -> _LineFacts | None:
+    def line_facts(self) -> LineFacts | None:
         """``_noqa``'s facts about the lines (comments, strings), which ``--add-noqa`` reads to
         place a directive; parsed once, when a code action first needs them (``None`` when
         the text does not parse)."""
         if not self._parsed:
             self._parsed = True
-            facts = _LineFacts()
+            facts = LineFacts()
             try:
                 MetadataWrapper(cst.parse_module(self.data), unsafe_skip_copy=True).visit(facts)
             except Exception:  # libcst rejects the text (the findings are errors then)
@@ -907,7 +907,7 @@ class Server:
             return None
         title = f"Disable {finding.code} for this line"
         line = lint.lines[finding.row - 1]
-        why = _why_not(finding.row, line, facts)
+        why = why_no_directive(finding.row, line, facts)
         if why is not None:
             if not self._capability("textDocument", "codeAction", "disabledSupport"):
                 return None
@@ -917,7 +917,7 @@ class Server:
                 "diagnostics": [diagnostic],
                 "disabled": {"reason": why},
             }
-        edited = _with_directive(line, facts.comments.get(finding.row), {finding.code})
+        edited = with_directive(line, facts.comments.get(finding.row), {finding.code})
         if edited == line:
             return None  # a bare directive already suppresses every code
         edit = _line_edit(finding.row - 1, line, edited, self._encoding)
