@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from interlace.harness import cli
+from interlace.harness._instrument import uninstrumentable
 
 SCENARIOS = """
 import asyncio
@@ -535,6 +536,30 @@ def test_bad_flags_are_usage_errors(
     assert code == cli.EXIT_ERROR
     assert out == ""
     assert f"interlace explore: error: {expected}" in err
+
+
+@pytest.mark.usefixtures("project")
+@pytest.mark.parametrize("command", ["explore", "replay"])
+@pytest.mark.parametrize(
+    ("flag", "name"),
+    [
+        ("racy_lib,threading", "threading"),
+        ("interlace.harness._threads", "interlace.harness._threads"),
+    ],
+)
+def test_instrumenting_a_module_that_cannot_be_instrumented_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], command: str, flag: str, name: str
+) -> None:
+    token = ["il1.unused"] if command == "replay" else []
+    code, out, err = invoke(
+        capsys, command, "threads:check_then_insert", *token, "--instrument", flag
+    )
+    assert code == cli.EXIT_ERROR
+    assert out == ""
+    assert (
+        f"interlace {command}: error: argument --instrument: {flag!r} names {name!r}, which "
+        f"cannot be instrumented: {uninstrumentable(name)}\n"
+    ) in err
 
 
 def test_an_import_error_in_the_users_module_shows_their_traceback(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import queue
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -11,7 +12,8 @@ from typing import Any
 import pytest
 
 import interlace
-from interlace.errors import InvalidTargetError
+from interlace.errors import ConfigError, InvalidTargetError
+from interlace.harness._instrument import uninstrumentable
 
 
 async def _always_fails() -> None:
@@ -142,3 +144,60 @@ def test_a_marked_test_never_passes_on_schedules_it_did_not_explore(
         ]
     )
     assert "exhausted" not in result.stdout.str()
+
+
+_NOT_INSTRUMENTABLE = [
+    "threading",
+    "_thread",
+    "_weakrefset",
+    "contextlib",
+    "interlace",
+    "interlace.harness._threads",
+    threading.__file__,
+]
+
+
+@pytest.mark.parametrize("name", _NOT_INSTRUMENTABLE)
+def test_a_module_that_cannot_be_instrumented_is_refused_with_the_reason(name: str) -> None:
+    ran: list[int] = []
+
+    def target() -> None:
+        ran.append(1)
+
+    reason = uninstrumentable(name)
+    assert reason is not None
+    with pytest.raises(ConfigError) as explored:
+        interlace.explore(target, seed=1, instrument=["mypackage", name])
+    assert str(explored.value) == (
+        f"instrument={['mypackage', name]!r} (explore() argument) names {name!r}, which cannot "
+        f"be instrumented: {reason}"
+    )
+    with pytest.raises(ConfigError) as replayed:
+        interlace.replay(target, "il1.unused", instrument=(name,))
+    assert str(replayed.value).startswith(f"instrument={(name,)!r} (replay() argument) names ")
+    assert not ran
+
+
+def _queue_round_trip() -> None:
+    items: queue.Queue[int] = queue.Queue(maxsize=1)
+    got: list[int] = []
+
+    def consume() -> None:
+        for _ in range(3):
+            got.append(items.get(timeout=5.0))
+
+    thread = threading.Thread(target=consume)
+    thread.start()
+    for item in range(3):
+        items.put(item)
+    thread.join()
+    assert got == [0, 1, 2]
+
+
+@pytest.mark.parametrize(
+    "name", ["queue", "selectors", "concurrent.futures", "logging", "interlace.fixtures"]
+)
+def test_the_other_modules_interlace_patches_can_be_instrumented(name: str) -> None:
+    assert uninstrumentable(name) is None
+    exploration = interlace.explore(_queue_round_trip, seed=1, max_schedules=20, instrument=[name])
+    assert exploration.failure is None

@@ -619,6 +619,78 @@ def test_a_bad_value_names_its_setting_and_source(
     assert str(caught.value) == expected
 
 
+@pytest.mark.parametrize(
+    ("source", "value", "name"),
+    [
+        ("ini", "mypackage,threading", "threading"),
+        ("env", "interlace.harness._threads", "interlace.harness._threads"),
+        ("option", "contextlib", "contextlib"),
+    ],
+)
+def test_a_module_that_cannot_be_instrumented_is_refused_naming_its_source(
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    source: str,
+    value: str,
+    name: str,
+) -> None:
+    from interlace.harness._instrument import uninstrumentable
+
+    monkeypatch.delenv(plugin._env("instrument"), raising=False)
+    args: list[str] = []
+    pytester.makeini(INI)
+    if source == "ini":
+        pytester.makeini(f"{INI}{plugin._ini('instrument')} = {value}\n")
+        setting, where = plugin._ini("instrument"), plugin.SOURCE_INI
+    elif source == "env":
+        monkeypatch.setenv(plugin._env("instrument"), value)
+        setting, where = plugin._env("instrument"), plugin.SOURCE_ENVIRONMENT
+    else:
+        args = [f"{plugin._option('instrument')}={value}"]
+        setting, where = plugin._option("instrument"), plugin.SOURCE_COMMAND_LINE
+    expected = plugin.MSG_NOT_INSTRUMENTABLE.format(
+        setting=setting, value=value, source=where, name=name, reason=uninstrumentable(name)
+    )
+    with pytest.raises(pytest.UsageError) as caught:
+        _configure(pytester, *args)
+    assert str(caught.value) == expected
+
+
+def test_a_module_that_cannot_be_instrumented_is_refused_from_the_marker(
+    pytester: pytest.Pytester,
+) -> None:
+    from interlace.harness._instrument import uninstrumentable
+
+    pytester.makeini(INI)
+    pytester.makepyfile(
+        """
+        import pytest
+
+
+        @pytest.mark.interlace(instrument=["threading"])
+        def test_threading():
+            pass
+
+
+        @pytest.mark.interlace(instrument=["queue"])
+        def test_queue():
+            pass
+        """
+    )
+    result = run(pytester)
+    result.assert_outcomes(passed=1, errors=1)
+    expected = plugin.MSG_NOT_INSTRUMENTABLE.format(
+        setting="instrument",
+        value=["threading"],
+        source=plugin.SOURCE_MARKER,
+        name="threading",
+        reason=uninstrumentable("threading"),
+    )
+    output = result.stdout.str()
+    assert expected in output
+    assert "Traceback" not in output
+
+
 def test_instrument_takes_the_same_precedence_and_anchors_relative_paths_where_written(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

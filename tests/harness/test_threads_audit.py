@@ -8,6 +8,8 @@ harness once reported as a failure, or made it hang.
 from __future__ import annotations
 
 import concurrent.futures
+import concurrent.futures.thread
+import importlib
 import logging
 import os
 import re
@@ -17,7 +19,9 @@ import sys
 import textwrap
 import threading
 import time
+import types
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -320,6 +324,99 @@ def test_a_child_process_whose_pipes_a_thread_reads_is_waited_for_not_a_deadlock
     assert exploration.schedules == 3
 
 
+# -- library waits whose timeout passes ----------------------------------------------------------
+
+
+def _job(seconds: float) -> float:
+    time.sleep(seconds)
+    return seconds
+
+
+def as_completed_times_out() -> None:
+    # ``as_completed`` waits again for what is left of its timeout until that is below 0: at
+    # the instant its wait timed out, a clock that had not moved left exactly 0 (and
+    # ``wait(0)`` again, and again).
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as executor:
+        futures = [executor.submit(_job, seconds) for seconds in (0.1, 5.0)]
+        got: list[float] = []
+        try:
+            for future in concurrent.futures.as_completed(futures, timeout=1.0):
+                got.append(future.result())
+        except concurrent.futures.TimeoutError:
+            got.append(-1.0)
+        assert got == [0.1, -1.0]
+
+
+def as_completed_times_out_with_a_remainder_below_a_microsecond() -> None:
+    # Started off the clock's round numbers, what is left of the timeout comes out as
+    # 1e-13 s where the wait timed out: a wait too short for the clock to move.
+    time.sleep(0.000123)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as executor:
+        futures = [executor.submit(_job, seconds) for seconds in (0.1, 5.0)]
+        try:
+            for future in concurrent.futures.as_completed(futures, timeout=1.7):
+                future.result()
+        except concurrent.futures.TimeoutError:
+            return
+        raise AssertionError("as_completed did not time out")
+
+
+def wait_first_completed_times_out() -> None:
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as executor:
+        futures = [executor.submit(_job, seconds) for seconds in (3.0, 5.0)]
+        start = time.monotonic()
+        done, not_done = concurrent.futures.wait(
+            futures, timeout=1.0, return_when=concurrent.futures.FIRST_COMPLETED
+        )
+        assert (len(done), len(not_done)) == (0, 2)
+        assert time.monotonic() - start >= 1.0
+
+
+def result_times_out() -> None:
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as executor:
+        future = executor.submit(_job, 5.0)
+        start = time.monotonic()
+        try:
+            future.result(timeout=1.0)
+        except concurrent.futures.TimeoutError:
+            assert time.monotonic() - start >= 1.0
+            return
+        raise AssertionError("result() did not time out")
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        as_completed_times_out,
+        as_completed_times_out_with_a_remainder_below_a_microsecond,
+        wait_first_completed_times_out,
+        result_times_out,
+    ],
+)
+def test_an_executor_wait_whose_timeout_passes_raises_timeout_error(
+    scenario: Callable[[], None],
+) -> None:
+    exploration = interlace.explore(scenario, seed=SEED, max_schedules=20)
+    assert exploration.failure is None
+    assert exploration.schedules == 20
+
+
+def test_a_wait_that_times_out_at_once_takes_a_microsecond() -> None:
+    # As a real wait does some time: a loop that polls until a deadline ends.
+    seen: list[float] = []
+
+    def scenario() -> None:
+        event = threading.Event()
+        start = time.monotonic()
+        assert not event.wait(0)
+        assert not event.wait(1e-9)
+        seen.append(time.monotonic() - start)
+
+    assert interlace.explore(scenario, seed=SEED, max_schedules=1).failure is None
+    assert seen == [pytest.approx(2e-6)]
+
+
 # -- the same seed, the same schedule, in every process -----------------------------------------
 
 
@@ -465,6 +562,136 @@ def test_instrumenting_the_library_that_holds_the_lock_controls_it(
 ) -> None:
     exploration = interlace.explore(scenario, seed=SEED, max_schedules=50, instrument=["logging"])
     assert exploration.failure is None
+
+
+LOCKING_LIBRARY = """
+import threading
+
+
+class Cache:
+    \"\"\"Calls the loader it was given while it holds a plain Lock.\"\"\"
+
+    def __init__(self, load):
+        self._lock = threading.Lock()
+        self._load = load
+        self.items = {}
+
+    def get(self, key):
+        with self._lock:
+            if key not in self.items:
+                self.items[key] = self._load(key)
+            return self.items[key]
+
+
+class Flag:
+    \"\"\"Waits for its flag by spinning: a Condition's lock is held for an instant each time.\"\"\"
+
+    def __init__(self):
+        self._cond = threading.Condition()
+        self.up = False
+
+    def wait(self):
+        while not self.up:
+            with self._cond:
+                pass
+"""
+
+
+@pytest.fixture
+def locking_library(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
+    library = tmp_path / "site-packages"  # not code under test unless instrumented
+    library.mkdir()
+    (library / "locking_library.py").write_text(LOCKING_LIBRARY, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(library))
+    monkeypatch.delitem(sys.modules, "locking_library", raising=False)
+    return importlib.import_module("locking_library")
+
+
+def _double(key: str) -> str:
+    doubled = key * 2
+    return doubled
+
+
+def _two_threads_get(cache: Any) -> None:
+    threads = [threading.Thread(target=cache.get, args=("k",)) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert cache.items == {"k": "kk"}
+
+
+def test_a_stall_names_the_thread_and_the_module_that_took_the_lock(
+    locking_library: types.ModuleType,
+) -> None:
+    def scenario() -> None:
+        _two_threads_get(locking_library.Cache(_double))
+
+    with pytest.raises(interlace.errors.UnsupportedOperationError) as raised:
+        interlace.explore(scenario, seed=SEED, max_schedules=50)
+    message = str(raised.value)
+    assert re.search(
+        r"\(in locking_library, outside the code under test\) for a threading\.Lock that "
+        r"thread 'Thread-\d+ \(get\)' holds \(taken in locking_library, at "
+        r"\S*locking_library\.py:\d+\): ",
+        message,
+    )
+    assert "instrument=['locking_library']" in message
+    exploration = interlace.explore(
+        scenario, seed=SEED, max_schedules=50, instrument=["locking_library"]
+    )
+    assert exploration.failure is None
+
+
+def test_a_thread_that_loops_in_library_code_is_not_reported_waiting_for_a_lock(
+    locking_library: types.ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # It passes through acquires of a lock that is held, by itself, a moment before: it waits
+    # for no other thread, and instrumenting threading (named before) cannot be the answer.
+    monkeypatch.setattr(_threads, "_STALL_SECONDS", 4.0)
+
+    def scenario() -> None:
+        flag = locking_library.Flag()
+        thread = threading.Thread(target=setattr, args=(flag, "up", True))
+        thread.start()
+        flag.wait()  # the thread that raises the flag never runs: there is no schedule point
+        thread.join()
+
+    with pytest.raises(interlace.errors.UnsupportedOperationError) as raised:
+        interlace.explore(scenario, seed=SEED, max_schedules=5)
+    message = str(raised.value)
+    assert message.startswith("thread 'MainThread' ran for 4 s at ")
+    assert "instrument" not in message.split(". Where it is:")[0]
+
+
+def _frame_that_calls(call: Callable[[Callable[[], None]], None]) -> types.FrameType:
+    """The frame of library code that calls back into this file (through ``call``)."""
+    frames: list[types.FrameType] = []
+    call(lambda: frames.append(sys._getframe(1)))
+    return frames[0]
+
+
+def _through_a_thread_run(callback: Callable[[], None]) -> None:
+    threading.Thread(target=callback).run()
+
+
+def _through_an_executor_item(callback: Callable[[], None]) -> None:
+    run = threading.Thread(target=callback).run
+    work = concurrent.futures.thread._WorkItem(concurrent.futures.Future(), run, (), {})
+    work.run()
+
+
+@pytest.mark.parametrize(
+    ("call", "module"),
+    [(_through_a_thread_run, None), (_through_an_executor_item, "concurrent.futures.thread")],
+)
+def test_a_stall_never_recommends_a_module_that_cannot_be_instrumented(
+    call: Callable[[Callable[[], None]], None], module: str | None
+) -> None:
+    # A wait inside threading names the nearest library that called it, or none at all.
+    frame = _frame_that_calls(call)
+    assert frame.f_globals["__name__"] == "threading"
+    assert _threads._module_to_instrument(frame) == module
 
 
 # -- the main thread blocked for real on another thread of the target ---------------------------

@@ -17,10 +17,13 @@ Everything here is mechanism; what a point *does* belongs to the controller (``_
 
 from __future__ import annotations
 
+import _weakrefset
+import contextlib
 import dis
 import os
 import sys
 import sysconfig
+import threading
 import types
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -35,20 +38,81 @@ __all__ = (
     "is_under_test",
     "plan_for",
     "reader",
+    "uninstrumentable",
 )
 
 _STDLIB = os.path.normcase(os.path.realpath(sysconfig.get_paths()["stdlib"])) + os.sep
 _PLATSTDLIB = os.path.normcase(os.path.realpath(sysconfig.get_paths()["platstdlib"])) + os.sep
 _INTERLACE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+_ENGINE_PACKAGES = ("harness", "_core", "linters")
+_ENGINE_MODULES = ("errors", "__init__", "__main__", "cli")
 _ENGINE = tuple(
-    os.path.normcase(os.path.join(_INTERLACE, part)) + os.sep
-    for part in ("harness", "_core", "linters")
+    os.path.normcase(os.path.join(_INTERLACE, part)) + os.sep for part in _ENGINE_PACKAGES
 )
 _ENGINE_FILES = tuple(
-    os.path.normcase(os.path.join(_INTERLACE, name))
-    for name in ("errors.py", "__init__.py", "__main__.py", "cli.py")
+    os.path.normcase(os.path.join(_INTERLACE, name + ".py")) for name in _ENGINE_MODULES
 )
 """interlace's own top-level modules (its lazy ``__getattr__`` runs inside explored steps)."""
+
+_THREADING = (
+    "{module} is {what} interlace's controlled threads are built on: its code runs inside "
+    "interlace's scheduler (the primitives, a thread's start), where a schedule point would "
+    "switch threads in the middle of interlace's own bookkeeping; its locks, conditions, "
+    "events, semaphores and threads are controlled already: for a lock that a library takes, "
+    "instrument that library instead (the module a report names)"
+)
+_SCHEDULER = (
+    "{module}'s code runs inside interlace's scheduler (suppress(), contextmanager), where a "
+    "schedule point would switch threads in the middle of interlace's own bookkeeping; leave "
+    "it out: the context managers your code defines with it get schedule points already"
+)
+_ENGINE_REASON = (
+    "{module} is interlace's own engine, which runs the schedule: a schedule point in it "
+    "would switch threads in the middle of a scheduling decision; leave it out: the code it "
+    "explores gets schedule points already"
+)
+_UNINSTRUMENTABLE = {
+    "threading": _THREADING.replace("{what}", "what"),
+    "_thread": _THREADING.replace("{what}", "part of threading, which"),
+    # threading's set of threads: its callbacks run when a thread is collected, anywhere.
+    "_weakrefset": _THREADING.replace("{what}", "part of threading, which"),
+    "contextlib": _SCHEDULER,
+}
+"""The modules whose code runs inside the scheduler itself: never code under test.
+
+``queue``, ``selectors`` and ``concurrent.futures`` are patched too, but their code runs in
+the threads it serves, not inside the scheduler: instrumenting them works."""
+_NEVER_UNDER_TEST = frozenset(
+    os.path.normcase(os.path.realpath(module.__file__))
+    for module in (threading, _weakrefset, contextlib)
+    if module.__file__ is not None
+)
+
+
+def uninstrumentable(name: str) -> str | None:
+    """Why the ``instrument`` value ``name`` (a module or a path) cannot be instrumented, or
+    None when it can. The reason ends with what to do instead.
+
+    The scheduler is built on these modules and runs their code itself, so they are never
+    code under test (``is_under_test``): naming one would instrument nothing. Every source
+    of ``instrument`` refuses them with this reason.
+    """
+    if os.sep in name or "/" in name or name.endswith(".py"):
+        path = os.path.normcase(os.path.realpath(name))
+        if path + os.sep in _ENGINE or path.startswith(_ENGINE) or path in _ENGINE_FILES:
+            return _ENGINE_REASON.format(module=repr(name))
+        if path in _NEVER_UNDER_TEST:
+            module = os.path.splitext(os.path.basename(path))[0]
+            return _UNINSTRUMENTABLE[module].format(module=module)
+        return None
+    parts = name.split(".")
+    if parts[0] == "interlace" and (
+        len(parts) == 1 or parts[1] in (*_ENGINE_PACKAGES, *_ENGINE_MODULES)
+    ):
+        return _ENGINE_REASON.format(module=".".join(parts[:2]))
+    reason = _UNINSTRUMENTABLE.get(parts[0])
+    return reason.format(module=parts[0]) if reason is not None else None
+
 
 # Writes to state another thread may read: a point before them when the same line read first.
 _WRITES = frozenset(
@@ -248,14 +312,16 @@ def is_under_test(filename: str) -> bool:
         result = filename in _widen
     else:
         path = os.path.normcase(os.path.realpath(filename))
+        # interlace's engine and the modules the scheduler runs are never code under test,
+        # whatever ``instrument`` says (a package of the program named ``harness`` would
+        # otherwise widen to interlace's own, by the path match of ``_widened``).
+        never = path.startswith(_ENGINE) or path in _ENGINE_FILES or path in _NEVER_UNDER_TEST
         library = (
             path.startswith((_STDLIB, _PLATSTDLIB))
             or "site-packages" in path.split(os.sep)
             or "dist-packages" in path.split(os.sep)
-            or path.startswith(_ENGINE)
-            or path in _ENGINE_FILES
         )
-        result = not library or _widened(path)
+        result = not never and (not library or _widened(path))
     _under_test[filename] = result
     return result
 

@@ -30,6 +30,7 @@ import itertools
 import logging
 import os
 import queue
+import re
 import selectors
 import sys
 import threading
@@ -214,6 +215,9 @@ class Controller:
         one that has not moved since has done nothing the run waits for."""
         self.stuck: _Thread | None = None
         """The thread reported stuck outside the schedule (it is unwound last)."""
+        self.lock_sample: tuple[types.FrameType, int, float | None] | None = None
+        """Where the last stall check saw the running thread take a held lock outside the code
+        under test: its frame, instruction and CPU time (``_check_stalled``)."""
         self.record = record
         self.records: collections.deque[StepRecord] = collections.deque(maxlen=_TRACE_LIMIT)
         self.owners: dict[int, _Thread] = {}
@@ -524,7 +528,23 @@ class Controller:
             return False
         frame = sys._current_frames().get(current.ident)
         lock_wait = _outside_lock_wait(frame)
-        if lock_wait is None and waited < _STALL_SECONDS:
+        if lock_wait is not None:
+            # A thread that loops in library code without a schedule point passes through
+            # acquires of locks that are held (by itself, a moment before): it waits only if
+            # seen at the same instruction of the same call twice, a poll apart, without
+            # using the CPU meanwhile (where the platform tells).
+            at = lock_wait[1]
+            sample = (at, at.f_lasti, _cpu_seconds(current.ident))
+            seen, self.lock_sample = self.lock_sample, sample
+            if (
+                seen is None
+                or seen[:2] != sample[:2]
+                or (seen[2] is not None and sample[2] is not None and sample[2] - seen[2] > 0.01)
+            ):
+                lock_wait = None
+                if waited < _STALL_SECONDS:
+                    return False
+        elif waited < _STALL_SECONDS:
             return False
         with self._stall_lock:
             if self.aborting:
@@ -570,9 +590,18 @@ class Controller:
             self._point_before_block(t)
         if predicate is not None and predicate():
             return True
-        deadline = None if timeout is None else self.now + max(0, round(timeout * 1e6))
-        if deadline is not None and deadline <= self.now and timeout is not None and timeout <= 0:
+        # A wait that times out takes some time, at least a microsecond, as a real one returns
+        # after its deadline and never at it. Library code that waits for what is left of a
+        # timeout until that is below 0 (``concurrent.futures.as_completed``) has no schedule
+        # point whose time slice could move the clock: without this it would find exactly 0
+        # (or 1e-13 s) left, and wait again, for good.
+        if timeout is not None and timeout <= 0:
+            try:
+                self._tick(1)
+            except _OverBudget as exc:
+                self._fail_from(t, "hang", None, self._hang_detail(str(exc)))
             return False
+        deadline = None if timeout is None else self.now + max(1, round(timeout * 1e6))
         t.status = _BLOCKED
         t.predicate = predicate
         t.waiting = waiting
@@ -1230,6 +1259,85 @@ def _lock_kind(lock: Any) -> str:
     return "threading.Lock" if type(lock) is _LOCK else "threading.RLock"
 
 
+def _cpu_seconds(ident: int) -> float | None:
+    """The CPU time the thread ``ident`` has used, where the platform tells; else None."""
+    clock = getattr(time, "pthread_getcpuclockid", None)
+    if clock is None:
+        return None
+    try:
+        return time.clock_gettime(clock(ident))
+    except (OSError, OverflowError, ValueError):
+        return None
+
+
+def _module_to_instrument(frame: types.FrameType | None) -> str | None:
+    """The module whose code waits at ``frame`` (outside the code under test), or the nearest
+    one that called it, that ``instrument`` accepts; None if the code under test comes first.
+
+    Instrumenting the module that *waits* is what makes its acquire a controlled one (the
+    thread then waits in the scheduler until the holder runs and releases the lock).
+    """
+    while frame is not None and not _instrument.is_under_test(frame.f_code.co_filename):
+        name = frame.f_globals.get("__name__")
+        if isinstance(name, str) and name and _instrument.uninstrumentable(name) is None:
+            return name
+        frame = frame.f_back
+    return None
+
+
+def _holder(ctl: Controller, lock: Any, stuck: _Thread) -> str:
+    """Which parked thread holds ``lock``, and in which module it took it, as far as that
+    can be known: an ``RLock`` names its owner, and the module is the library code that
+    called back into the code under test; a ``Lock`` is found by a frame outside the code
+    under test with a ``with`` or ``acquire`` of it before where it is. "" if unknown."""
+    owner = re.search(r" owner=(\d+) ", repr(lock)) if type(lock) is _RLOCK else None
+    frames = sys._current_frames()
+    for u in ctl.threads:
+        if u is stuck or u.status == _DONE or u.ident is None:
+            continue
+        if owner is not None and u.ident != int(owner.group(1)):
+            continue
+        frame = frames.get(u.ident)
+        inner_under_test = False
+        while frame is not None:
+            under_test = _instrument.is_under_test(frame.f_code.co_filename)
+            module = frame.f_globals.get("__name__") or "?"
+            where = f"{_short(frame.f_code.co_filename)}:{frame.f_lineno}"
+            if not under_test and _takes(frame, lock):
+                return f"thread {u.name!r} holds (taken in {module}, at {where})"
+            if not under_test and owner and inner_under_test:
+                return (
+                    f"thread {u.name!r} holds ({module} took it, and calls back into the "
+                    f"code under test at {where})"
+                )
+            inner_under_test = under_test
+            frame = frame.f_back
+    return ""
+
+
+def _takes(frame: types.FrameType, lock: Any) -> bool:
+    """Whether ``frame`` took ``lock`` before where it is: a ``with`` on it (or on a
+    ``Condition`` over it) or an ``acquire`` call."""
+    try:
+        plan = _instrument._make_plan(frame.f_code)
+        recipes = [recipe for offset, recipe in plan.withs.items() if offset < frame.f_lasti]
+        recipes += [
+            site.receiver
+            for offset, site in plan.calls.items()
+            if offset < frame.f_lasti
+            and site.receiver is not None
+            and site.method in ("acquire", "__enter__")
+        ]
+        for recipe in recipes:
+            with contextlib.suppress(Unknown):
+                value = evaluate(recipe, frame)
+                if value is lock or getattr(value, "_lock", None) is lock:
+                    return True
+    except Exception:  # reading another thread's frame must never break the run
+        return False
+    return False
+
+
 def _stall_message(
     ctl: Controller,
     stuck: _Thread,
@@ -1244,18 +1352,29 @@ def _stall_message(
         where = f"{_short(frame.f_code.co_filename)}:{frame.f_lineno} (outside the code under test)"
     if lock_wait is not None:
         lock, at = lock_wait
-        module = str(at.f_globals.get("__name__", "")) or _short(at.f_code.co_filename)
+        waits_in = str(at.f_globals.get("__name__", "")) or _short(at.f_code.co_filename)
+        holder = _holder(ctl, lock, stuck) or "another thread holds"
         text = (
             f"thread {stuck.name!r} waits at {_short(at.f_code.co_filename)}:{at.f_lineno} "
-            f"(in {module}, outside the code under test) for a {_lock_kind(lock)} that "
-            "another thread holds: interlace sees locks only in the code under test, so it "
+            f"(in {waits_in}, outside the code under test) for a {_lock_kind(lock)} that "
+            f"{holder}: interlace sees locks only in the code under test, so it "
             "switched threads while that lock was held (library code that holds "
             "a lock while it calls back into your code does this, such as "
             "functools.cached_property on Python 3.11, or logging.Handler around a "
-            f"subclass's emit). Add {module} to the code under test: "
-            f"explore(..., instrument=[{module!r}]), 'interlace explore --instrument {module}', "
-            f"or @pytest.mark.interlace(instrument=[{module!r}])"
+            "subclass's emit)"
         )
+        module = _module_to_instrument(at)
+        if module is not None:
+            text += (
+                f". Add {module} to the code under test, so that interlace sees the lock "
+                f"where it waits: explore(..., instrument=[{module!r}]), 'interlace explore "
+                f"--instrument {module}', or @pytest.mark.interlace(instrument=[{module!r}])"
+            )
+        else:
+            text += (
+                f". {waits_in} cannot be instrumented (interlace's own machinery runs it), so "
+                "this is a limit of interlace: please report it, with the stack below"
+            )
     else:
         text = (
             f"thread {stuck.name!r} ran for {_STALL_SECONDS:g} s at {where} without reaching "

@@ -23,7 +23,7 @@ from interlace.errors import (
     ReplayDivergedError,
     UnsupportedOperationError,
 )
-from interlace.harness import _interrupt
+from interlace.harness import _instrument, _interrupt
 from interlace.harness._asyncio_backend import AsyncioBackend
 from interlace.harness._threads import ThreadsBackend, controlled_exploration
 
@@ -164,6 +164,13 @@ def _check_instrument(instrument: object, source: str) -> tuple[str, ...]:
             f"instrument={instrument!r} {source} is invalid: expected a list of module names "
             "or paths, e.g. ['mypackage', 'src/vendored/']"
         )
+    for name in instrument:  # type: ignore[attr-defined]
+        reason = _instrument.uninstrumentable(name)
+        if reason is not None:
+            raise ConfigError(
+                f"instrument={instrument!r} {source} names {name!r}, which cannot be "
+                f"instrumented: {reason}"
+            )
     return tuple(instrument)  # type: ignore[arg-type]
 
 

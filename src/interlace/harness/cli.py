@@ -113,6 +113,14 @@ def _names(text: str) -> list[str]:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a list of module names or paths: write e.g. httpx,src/vendored/"
         )
+    from interlace.harness._instrument import uninstrumentable
+
+    for name in names:
+        reason = uninstrumentable(name)
+        if reason is not None:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} names {name!r}, which cannot be instrumented: {reason}"
+            )
     return names
 
 

@@ -74,6 +74,9 @@ MSG_NOT_STRATEGY = "{setting}={value!r} from {source} is not a strategy: use one
 MSG_NOT_MODULES = (
     "{setting}={value!r} from {source} is not a list of module names or paths: write e.g. {example}"
 )
+MSG_NOT_INSTRUMENTABLE = (
+    "{setting}={value!r} from {source} names {name!r}, which cannot be instrumented: {reason}"
+)
 MSG_MARKER_POSITIONAL = (
     "@pytest.mark.interlace takes keyword arguments only, got {args!r}: write e.g. "
     "@pytest.mark.interlace(max_schedules=200)"
@@ -214,6 +217,16 @@ def _check_modules(setting: str, value: object, source: str, text: str | None) -
         raise _Invalid(
             MSG_NOT_MODULES.format(setting=setting, value=value, source=source, example=example)
         )
+    from interlace.harness._instrument import uninstrumentable
+
+    for name in names:
+        reason = uninstrumentable(name)
+        if reason is not None:
+            raise _Invalid(
+                MSG_NOT_INSTRUMENTABLE.format(
+                    setting=setting, value=value, source=source, name=name, reason=reason
+                )
+            )
     return list(names)
 
 
