@@ -18,6 +18,7 @@ from interlace._core.explorer import (
 from interlace._core.result import RunResult, StepRecord
 from interlace._core.schedule import (
     READY,
+    THREAD,
     TIMER,
     Decision,
     DecisionLog,
@@ -227,6 +228,13 @@ def test_label_names_what_the_schedule_needs(
     decisions: tuple[Decision, ...], backend: str, label: str
 ) -> None:
     assert label_for(decisions, backend) == label
+
+
+def test_a_preemption_a_gil_build_cannot_make_needs_a_free_threaded_build() -> None:
+    decisions = (Decision(3, READY, 1, 2), Decision(9, READY, 1, 1))
+    assert label_for(decisions, "threads", (9,)) == "needs a free-threaded build"
+    mixed = (Decision(3, THREAD, 1, 2), Decision(5, TIMER, 1, 0))
+    assert label_for(mixed, "asyncio", (3,)) == "needs a free-threaded build and timer jitter"
 
 
 decision_lists = st.lists(

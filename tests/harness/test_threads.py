@@ -105,7 +105,9 @@ def lost_increment() -> None:
 def test_a_read_modify_write_inside_one_line_is_split() -> None:
     failure = interlace.explore(lost_increment, seed=SEED, max_schedules=300).failure
     assert failure is not None
-    assert failure.label == PREEMPTION
+    # Between the read and the write only an addition of ints: a GIL build never switches
+    # threads there (tests/harness/test_gil_realizable.py).
+    assert failure.label == "needs a free-threaded build"
     assert failure.deviations == 1
 
 

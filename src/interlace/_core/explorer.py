@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from interlace._core.result import (
+    LABEL_FREE_THREADING,
     LABEL_JITTER,
     LABEL_LATENCY,
     LABEL_PREEMPTION,
@@ -25,7 +26,15 @@ from interlace._core.result import (
 from interlace._core.schedule import READY, THREAD, TIMER, Decision, Settings, encode_token
 from interlace._core.strategy import Chooser, ExhaustiveStrategy, ReplayChooser, Strategy
 
-__all__ = ("Backend", "ReplayHints", "explore_backend", "label_for", "make_failure", "shrink")
+__all__ = (
+    "Backend",
+    "ReplayHints",
+    "at_gil_switches",
+    "explore_backend",
+    "label_for",
+    "make_failure",
+    "shrink",
+)
 
 _SHRINK_RUNS = 400
 _SHRINK_SECONDS = 20.0
@@ -62,15 +71,22 @@ class ReplayHints:
     pytest_options: str = ""
 
 
-def label_for(decisions: Sequence[Decision], backend: str) -> str:
-    """What a schedule needs on a stock interpreter, from its non-stock decisions."""
+def label_for(
+    decisions: Sequence[Decision], backend: str, free_threaded: Sequence[int] = ()
+) -> str:
+    """What a schedule needs on a stock interpreter, from its non-stock decisions.
+
+    ``free_threaded`` are the steps of preemptions a GIL build does not make (a recorded
+    run's ``RunResult.free_threaded``): the schedule then needs a free-threaded build.
+    """
     if not decisions:
         return LABEL_STOCK
+    preemption = LABEL_FREE_THREADING if free_threaded else LABEL_PREEMPTION
     needs = []
     if any(d.kind == THREAD for d in decisions):
-        needs.append(LABEL_PREEMPTION)
+        needs.append(preemption)
     if any(d.kind == READY for d in decisions):
-        needs.append(LABEL_PREEMPTION if backend == "threads" else LABEL_LATENCY)
+        needs.append(preemption if backend == "threads" else LABEL_LATENCY)
     if any(d.kind == TIMER for d in decisions):
         needs.append(LABEL_JITTER)
     return " and ".join(needs[:1] + [n.removeprefix("needs ") for n in needs[1:]])
@@ -184,13 +200,15 @@ def make_failure(
     recorded: RunResult | None = None,
 ) -> Failure:
     """Record the schedule once more, step by step, and build the public ``Failure``."""
-    token = encode_token(backend.settings, best.decisions)
     if recorded is None:
         recorded = backend.run(ReplayChooser(best.decisions, strict=True), record=True)
         if not recorded.same_failure(best):  # a nondeterministic target: keep what we had
             recorded = best
+        elif recorded.free_threaded:
+            best, recorded = at_gil_switches(backend, best, recorded)
+    token = encode_token(backend.settings, best.decisions)
     assert best.kind is not None
-    label = label_for(best.decisions, backend.settings.backend)
+    label = label_for(best.decisions, backend.settings.backend, recorded.free_threaded)
     report = format_report(recorded, best, shrunk_from, label, token, hints)
     exception = recorded.exception if recorded.kind == "exception" else None
     if exception is not None:
@@ -207,6 +225,50 @@ def make_failure(
         schedule=recorded.trace,
         detail=recorded.detail or best.detail,
     )
+
+
+_GIL_MOVES = 3
+"""How many later points a preemption a GIL build cannot make is tried at."""
+
+
+def at_gil_switches(
+    backend: Backend, best: RunResult, recorded: RunResult
+) -> tuple[RunResult, RunResult]:
+    """Move each preemption of ``best`` that a GIL build cannot make (``recorded`` is its
+    recorded run) to one of the next points where it can, while the run still fails the same
+    way with no more deviations; returns the schedule and its recorded run.
+
+    Shrinking counts deviations, not where a GIL build can switch threads: a check-then-act
+    split between the check and the act needs a free-threaded build there, but the same
+    preemption a few points on (at the call that computes what to write) happens with the GIL
+    too. Every candidate is run: the failure reported is one that ran.
+    """
+    for _ in range(len(recorded.free_threaded)):
+        step = recorded.free_threaded[0]
+        decisions = list(best.decisions)
+        index = next((i for i, d in enumerate(decisions) if d.step == step), None)
+        if index is None:
+            break
+        prefix = backend.run(ReplayChooser(decisions[:index], strict=False), record=True)
+        moved_to = [point for point in prefix.gil_points if point > step][:_GIL_MOVES]
+        for point in moved_to:
+            shift = point - step
+            moved = [
+                *decisions[:index],
+                decisions[index]._replace(step=point),
+                *(d._replace(step=d.step + shift) for d in decisions[index + 1 :]),
+            ]
+            candidate = backend.run(ReplayChooser(moved, strict=False), record=True)
+            if (
+                candidate.same_failure(best)
+                and len(candidate.decisions) <= len(decisions)
+                and len(candidate.free_threaded) < len(recorded.free_threaded)
+            ):
+                best = recorded = candidate
+                break
+        else:
+            break
+    return best, recorded
 
 
 def replay_lines(token: str, hints: ReplayHints) -> list[str]:
@@ -290,6 +352,12 @@ def format_report(
     plural = "" if deviations == 1 else "s"
     lines.append("")
     lines.append(f"Label: {label} ({deviations} deviation{plural} from stock order)")
+    if LABEL_FREE_THREADING in label:
+        lines.append(
+            "  CPython with the GIL never switches threads where this schedule does (the step "
+            "marked 'free-threaded builds only'); a free-threaded build (3.13t and later) can: "
+            "code that relies on the GIL there breaks on it"
+        )
     lines.append("Replay:")
     lines.extend("  " + line for line in replay_lines(token, hints))
     return "\n".join(lines)

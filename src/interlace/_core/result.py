@@ -19,6 +19,7 @@ LABEL_STOCK = "fails under stock order"
 LABEL_LATENCY = "needs await latency"
 LABEL_JITTER = "needs timer jitter"
 LABEL_PREEMPTION = "needs thread preemption"
+LABEL_FREE_THREADING = "needs a free-threaded build"
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +73,12 @@ class RunResult:
     divergence: str | None = None
     opaque: bool = False
     """Code ran outside the schedule (executor jobs, real threads): exhaustion proves less."""
+    free_threaded: tuple[int, ...] = ()
+    """In a recorded run: the steps of thread preemptions that, with the GIL, CPython does not
+    make (no call, function start or loop back-edge since the thread's previous point)."""
+    gil_points: tuple[int, ...] = ()
+    """In a recorded run of threads: the steps of the points where a GIL build can switch
+    threads (where such a preemption may move to, ``explorer.at_gil_switches``)."""
     model: RunModel | None = None
     """For partial-order reduction: set by a backend that can predict reorderings of this
     (passing) run, when the chooser asked for it."""

@@ -10,7 +10,8 @@ The model (docs/harness.md has the long form):
   until it blocks or ends, then the thread that has waited longest runs. A time slice
   (``Settings.time_slice`` points) forces a switch to the longest-waiting thread, as the GIL's
   switch interval does, so a correct spin-wait always sees progress. Any other switch is a
-  deviation (``needs thread preemption``).
+  deviation (``needs thread preemption``; ``needs a free-threaded build`` where, with the
+  GIL, CPython would not switch: ``Controller.gil_point``).
 * Blocking operations never block for real: ``threading`` and ``queue`` primitives (also
   ones created before exploration) and the C locks of ``_thread`` are checked before they
   would block, and the thread parks in the scheduler instead. ``time.sleep`` and timeouts run
@@ -21,6 +22,7 @@ The model (docs/harness.md has the long form):
 from __future__ import annotations
 
 import _thread
+import bisect
 import collections
 import concurrent.futures
 import contextlib
@@ -97,20 +99,24 @@ class _Thread:
         "aborted",
         "actor",
         "busy",
+        "checked",
         "ctl",
         "daemon",
         "deadline",
         "ident",
+        "last_point",
         "name",
         "note",
         "park",
         "pending",
         "pending_at",
         "predicate",
+        "probe",
         "resumed",
         "segment",
         "since",
         "status",
+        "switchable",
         "thread",
         "timed_out",
         "uncertain",
@@ -147,6 +153,14 @@ class _Thread:
         self.segment = 1
         self.note = ""
         self.busy = False
+        # Recorded runs only (``Controller.gil_point``): whether, with the GIL, CPython could
+        # hand the GIL to another thread at this thread's current point.
+        self.checked = True
+        """The thread called something or entered a function since its last point."""
+        self.last_point: tuple[types.FrameType, int] | None = None
+        self.switchable = True
+        self.probe: Callable[[types.FrameType, str, Any], None] | None = None
+        """The profile function that sets ``checked``, while it is this thread's."""
 
 
 class _Local(threading.local):
@@ -219,6 +233,11 @@ class Controller:
         """Where the last stall check saw the running thread take a held lock outside the code
         under test: its frame, instruction and CPU time (``_check_stalled``)."""
         self.record = record
+        self.free_threaded: list[int] = []
+        """In a recorded run: the steps of preemptions where, with the GIL, CPython would not
+        switch threads (``gil_point``); only a free-threaded build does."""
+        self.gil_points: list[int] = []
+        """In a recorded run: the steps of the points where a GIL build can switch threads."""
         self.records: collections.deque[StepRecord] = collections.deque(maxlen=_TRACE_LIMIT)
         self.owners: dict[int, _Thread] = {}
         self.held: dict[int, Any] = {}
@@ -261,8 +280,8 @@ class Controller:
         return t
 
     def _refresh(self) -> None:
-        if self.aborting:
-            self.attention = 0
+        if self.aborting or self.record:
+            self.attention = 0  # a recorded run looks at every point (``gil_point``)
             return
         consult = max(self.chooser.consult_at, self.quiet_until)
         self.attention = min(consult, self.slice_end, self.step_cap)
@@ -334,7 +353,13 @@ class Controller:
         self.close_segment(t, f"{_here()} {why}".strip())
         decisions = self.decisions
         u.note = ""
-        if decisions and decisions[-1].step == self.step and t.status == _RUNNABLE:
+        if self.free_threaded and self.free_threaded[-1] == self.step:
+            u.note = (
+                f"preempts {t.name} (thread preemption, free-threaded builds only: with the "
+                f"GIL, {t.name} made no call, started no function and took no loop back-edge "
+                "since its previous point, and CPython switches threads only there)"
+            )
+        elif decisions and decisions[-1].step == self.step and t.status == _RUNNABLE:
             u.note = f"preempts {t.name} (thread preemption)"
         elif decisions and decisions[-1].step == self.step:
             u.note = "runs before the other threads that could (thread scheduling)"
@@ -362,6 +387,8 @@ class Controller:
             return  # a point inside the scheduler itself (user code it called): not a point
         if t.ident != _get_ident():
             return  # another thread ran code under test (see _line_hooks): never act as t
+        if self.record:
+            self.gil_point(t)
         step = self.step
         consult = self.chooser.consult_at <= step < self.slice_end and step < self.step_cap
         if consult and not self.aborting:
@@ -372,6 +399,35 @@ class Controller:
             self._attend(t)
         finally:
             t.busy = False
+
+    def gil_point(self, t: _Thread) -> None:
+        """A point of the running thread ``t`` in a recorded run: note whether a GIL build
+        could switch threads here (``t.switchable``).
+
+        CPython with the GIL hands it over only where the running thread checks for a
+        request: at a call, a function's start (or a generator's resumption), a loop's
+        back-edge. So it can switch here only if ``t`` passed such a check since its previous
+        point: a profile event (``_gil_probe``: any call, Python or C, made since), another
+        frame, an offset that went back (a loop), or an instruction between the two points
+        that is not known to run without a check (``_gil_checks``). When in doubt: it can.
+        """
+        if t.probe is None or sys.getprofile() is not t.probe:
+            t.switchable = True  # nothing tells whether it called something: assume it did
+            return
+        frame = _instrument.user_frame(_getframe(2))
+        here = None if frame is None else (frame, frame.f_lasti)
+        last, t.last_point = t.last_point, here
+        t.switchable = (
+            t.checked
+            or here is None
+            or last is None
+            or last[0] is not here[0]
+            or here[1] <= last[1]
+            or _gil_checks(here[0].f_code, last[1], here[1])
+        )
+        if t.switchable:
+            self.gil_points.append(self.step)
+        t.checked = False
 
     def _consult(self, t: _Thread, step: int) -> None:
         """``_attend`` where only the chooser is due (an exploring schedule's usual point),
@@ -409,6 +465,8 @@ class Controller:
                 choice = 0
             if choice:
                 self.decisions.append(Decision(step, self.kind, choice, options[choice].actor))
+                if self.record and not t.switchable:
+                    self.free_threaded.append(step)
                 t.busy = True
                 try:
                     self._switch(t, options[choice], "(preempted)")
@@ -1132,6 +1190,7 @@ def _start(self: threading.Thread) -> None:
             return
         _local.thread = child
         _tracing_on(ctl)
+        profile = _probe_on(child)
         exc: BaseException | None = None
         try:
             run()
@@ -1148,6 +1207,7 @@ def _start(self: threading.Thread) -> None:
                     exc = _unhandled(ctl, self, raised)
         finally:
             _tracing_off()
+            _probe_off(child, profile)
             _local.thread = None
             with contextlib.suppress(_Abort):
                 ctl.thread_ended(child, exc)
@@ -2311,6 +2371,95 @@ def _trace_local(plan: _instrument.Plan) -> _Tracer:
     return trace
 
 
+def _probe_on(t: _Thread) -> Any:
+    """In a recorded run, make ``t``'s calls set ``t.checked`` (``Controller.gil_point``);
+    returns the profile function to put back (``_probe_off``)."""
+    previous = sys.getprofile()
+    if not t.ctl.record:
+        return previous
+
+    def probe(frame: types.FrameType, event: str, arg: Any) -> None:
+        t.checked = True
+
+    t.probe = probe
+    t.checked = True
+    _set_profile(probe)
+    return previous
+
+
+def _probe_off(t: _Thread, previous: Any) -> None:
+    if t.probe is not None:
+        t.probe = None
+        _set_profile(previous)
+
+
+def _set_profile(profile: Any) -> None:
+    sys.setprofile(profile)
+    if _MONITORING:
+        # On 3.12 and 3.13, a profile function set or removed re-instruments the code, and an
+        # instruction whose INSTRUCTION event another instruction of its code object DISABLEd
+        # loses its own: the points inside lines would vanish from this run and the next.
+        _MON.restart_events()
+
+
+# What runs between two schedule points of a thread without CPython checking whether to hand
+# the GIL over (its "eval breaker"): loads, stores, operators, building values, forward jumps.
+# Any of them that runs Python code (a property, ``__eq__``) enters a function, which the
+# profile probe sees. Anything else (calls, returns, back-edges, yields, raises, with, await)
+# counts as a check.
+_NO_CHECK_PREFIXES = (
+    "LOAD_",
+    "STORE_",
+    "DELETE_",
+    "BINARY_",
+    "UNARY_",
+    "BUILD_",
+    "LIST_",
+    "SET_",
+    "DICT_",
+    "FORMAT_",
+    "POP_JUMP_IF_",
+    "POP_JUMP_FORWARD_IF_",
+    "UNPACK_",
+)
+_NO_CHECK = frozenset(
+    {
+        "CACHE",
+        "COMPARE_OP",
+        "CONTAINS_OP",
+        "CONVERT_VALUE",
+        "COPY",
+        "EXTENDED_ARG",
+        "IS_OP",
+        "JUMP_FORWARD",
+        "JUMP_IF_FALSE_OR_POP",
+        "JUMP_IF_TRUE_OR_POP",
+        "KW_NAMES",
+        "MAP_ADD",
+        "NOP",
+        "POP_TOP",
+        "PUSH_NULL",
+        "SWAP",
+        "TO_BOOL",
+    }
+)
+_checks_of: dict[types.CodeType, tuple[int, ...]] = {}
+
+
+def _gil_checks(code: types.CodeType, start: int, end: int) -> bool:
+    """Whether an instruction of ``code`` in ``[start, end)`` (offsets) may check whether to
+    hand the GIL over."""
+    checks = _checks_of.get(code)
+    if checks is None:
+        checks = _checks_of[code] = tuple(
+            ins.offset
+            for ins in dis.get_instructions(code)
+            if ins.opname not in _NO_CHECK and not ins.opname.startswith(_NO_CHECK_PREFIXES)
+        )
+    index = bisect.bisect_left(checks, start)
+    return index < len(checks) and checks[index] < end
+
+
 def _tracing_on(ctl: Controller) -> None:
     if not _MONITORING:
         sys.settrace(_trace_call)
@@ -2516,6 +2665,7 @@ class ThreadsBackend:
         previous_trace = sys.gettrace()
         interrupted: BaseException | None = None
         _local.thread = main
+        profile = _probe_on(main)
         try:
             _tracing_on(ctl)
             try:
@@ -2535,6 +2685,7 @@ class ThreadsBackend:
                     )
             finally:
                 _tracing_off()
+                _probe_off(main, profile)
             if not ctl.aborting:
                 with contextlib.suppress(_Abort):
                     ctl.thread_ended(main, None)
@@ -2579,6 +2730,8 @@ class ThreadsBackend:
             trace=tuple(ctl.records),
             divergence=getattr(chooser, "divergence", None),
             opaque=ctl.stock_loop_tasks,
+            free_threaded=tuple(ctl.free_threaded),
+            gil_points=tuple(ctl.gil_points),
         )
 
     def _wait(self, ctl: Controller) -> None:
