@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from interlace._core.explorer import (
     ReplayHints,
+    _size,
     explore_backend,
     format_report,
     label_for,
@@ -399,3 +400,19 @@ def test_three_identical_steps_and_deviations_are_shown_as_they_are() -> None:
     # A deviation is where the schedule leaves stock order: never folded into a count.
     deviating = [*three, _record(4, deviation="postponed"), _record(5), _record(6)]
     assert len(_report_lines(deviating, 6)) == 6
+
+
+@pytest.mark.parametrize(
+    ("steps", "shrunk_from", "text"),
+    [
+        (7, 8, "7 steps, shrunk from 8"),
+        (1, 1, "1 step"),
+        (39, 39, "39 steps"),
+        # Fewer deviations may take longer: "25 steps, shrunk from 24" would read as a typo.
+        (25, 24, "25 steps"),
+    ],
+)
+def test_a_report_says_what_it_was_shrunk_from_only_when_shrinking_took_steps_away(
+    steps: int, shrunk_from: int, text: str
+) -> None:
+    assert _size(steps, shrunk_from) == text

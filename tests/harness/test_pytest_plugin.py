@@ -119,7 +119,7 @@ def test_the_printed_replay_line_fails_the_same_way_until_the_bug_is_fixed(
             "E           pytest 'test_bank.py::test_lost_update' --interlace-replay=il1.*",
             "*- Captured interlace call -*",
             pattern(plugin.MSG_EXPLORED, nodeid="test_bank.py::test_lost_update", seed=7),
-            "Failing schedule (* steps, shrunk from *):",
+            "Failing schedule (* step*):",
             "Label: needs await latency (1 deviation from stock order)",
         ]
     )
@@ -218,7 +218,7 @@ def test_a_deadlock_fails_with_the_report_and_passing_tests_show_schedules_and_s
     result.stdout.fnmatch_lines(
         [
             header,
-            "Failing schedule (* steps, shrunk from *):",
+            "Failing schedule (* step*):",
             "Deadlock:",
             "    task 'Task-2' at test_locks.py:* waits on Lock second held by task 'Task-3'",
             "    task 'Task-3' at test_locks.py:* waits on Lock first held by task 'Task-2'",
@@ -775,6 +775,14 @@ def _ctrl_c_once_started(pytester: pytest.Pytester, after: float) -> tuple[int, 
     return process.returncode, str(output)
 
 
+def _assert_interrupted_in_the_test(output: str) -> None:
+    """pytest's one line for the interrupt names the test's code, not interlace's handler."""
+    where = re.search(r"^(\S+):\d+: KeyboardInterrupt$", output, flags=re.MULTILINE)
+    assert where is not None, output
+    # pytester names the test's file after the test function.
+    assert os.path.basename(where.group(1)).startswith("test_ctrl_c_during_"), output
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="sends SIGINT")
 def test_ctrl_c_during_an_exploration_interrupts_the_session(pytester: pytest.Pytester) -> None:
     pytester.makeini(INI)
@@ -802,6 +810,7 @@ def test_ctrl_c_during_an_exploration_interrupts_the_session(pytester: pytest.Py
     returncode, output = _ctrl_c_once_started(pytester, after=0.2)  # inside the exploration
     assert returncode == pytest.ExitCode.INTERRUPTED, output
     assert "! KeyboardInterrupt !" in output
+    _assert_interrupted_in_the_test(output)
     assert not (pytester.path / "ran").exists()
 
 
@@ -924,7 +933,7 @@ def test_a_plain_test_runs_its_threads_under_control_and_its_replay_line_fails_t
             f"E           pytest '{nodeid}' --interlace-replay=il1.*",
             "*- Captured interlace call -*",
             pattern(plugin.MSG_EXPLORED, nodeid=nodeid, seed=7),
-            "Failing schedule (* steps, shrunk from *):",
+            "Failing schedule (* step*):",
             "  *. Thread-1 (get): ran -> test_clients.py:* (preempted)",
             "  *. Thread-2 (get): ran -> (finished)    <- preempts Thread-1 (get) (thread "
             "preemption)",
@@ -1039,7 +1048,7 @@ def test_a_thread_deadlock_fails_with_the_wait_for_graph_and_settings_keep_their
                 schedules="*",
                 seed=3,
             ),
-            "Failing schedule (* steps, shrunk from *):",
+            "Failing schedule (* step*):",
             "Deadlock:",
             "  No thread can run and no timeout is pending. Waiting:",
             "    Thread-1 (one) at test_locks.py:* waits for Lock test_locks.SECOND, held by "
@@ -1259,6 +1268,7 @@ def test_ctrl_c_during_a_threads_exploration_interrupts_the_session(
     returncode, output = _ctrl_c_once_started(pytester, after=0.5)
     assert returncode == pytest.ExitCode.INTERRUPTED, output
     assert "! KeyboardInterrupt !" in output
+    _assert_interrupted_in_the_test(output)
     assert not (pytester.path / "ran").exists()
 
 

@@ -292,10 +292,18 @@ def _steps(count: int) -> str:
     return "1 step" if count == 1 else f"{count} steps"
 
 
+def _size(steps: int, shrunk_from: int) -> str:
+    """ "7 steps, shrunk from 8"; only the steps when shrinking took none away (a replay, or a
+    schedule with fewer deviations that runs longer than the one first found)."""
+    if shrunk_from > steps:
+        return f"{_steps(steps)}, shrunk from {shrunk_from}"
+    return _steps(steps)
+
+
 def _exception_note(
     label: str, token: str, hints: ReplayHints, steps: int, shrunk_from: int
 ) -> str:
-    lines = [f"interlace: failing schedule ({_steps(steps)}, shrunk from {shrunk_from}), {label}."]
+    lines = [f"interlace: failing schedule ({_size(steps, shrunk_from)}), {label}."]
     lines.append("Replay it with:")
     lines.extend("    " + line for line in replay_lines(token, hints))
     return "\n".join(lines)
@@ -314,7 +322,7 @@ def format_report(
 ) -> str:
     """The human report: the numbered schedule, what failed, the label, how to replay."""
     steps = best.steps
-    lines = [f"Failing schedule ({_steps(steps)}, shrunk from {shrunk_from}):"]
+    lines = [f"Failing schedule ({_size(steps, shrunk_from)}):"]
     trace = recorded.trace
     if trace and trace[0].step > 1:
         lines.append(f"  ... {trace[0].step - 1} earlier steps not shown ...")

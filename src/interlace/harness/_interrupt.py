@@ -45,6 +45,11 @@ __all__ = ("Alarm", "alarm", "check", "deferred", "kept")
 
 _received = False
 """A SIGINT reached the handler during the exploration (reset when the exploration ends)."""
+_received_at: tuple[FrameType, int, int] | None = None
+"""Where it came: the innermost frame of the test's code then (or else outside interlace),
+its instruction and line. The ``KeyboardInterrupt`` raised for it ends there, so a report
+of it (pytest's one line) names the test's code, not interlace's signal handler."""
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _deferring = 0
 """How many :func:`deferred` blocks the main thread is in."""
 
@@ -179,14 +184,40 @@ _sent: BaseException | None = None
 
 
 def _handler(signum: int, frame: FrameType | None) -> None:
-    global _received, _sent
+    global _received, _received_at, _sent
     sent = _sent
     if sent is not None:
         _sent = None
         raise sent
     _received = True
+    _received_at = _where(frame)
     if not _deferring:
-        signal.default_int_handler(signum, frame)  # raises KeyboardInterrupt
+        raise _interrupt()
+
+
+def _where(frame: FrameType | None) -> tuple[FrameType, int, int] | None:
+    """The frame a Ctrl-C that came in ``frame`` is reported at, with its instruction and
+    line: the innermost of the test's code, or else the innermost outside interlace."""
+    from interlace.harness._instrument import user_frame
+
+    at = user_frame(frame)
+    if at is None:
+        at = frame
+        while at is not None and os.path.abspath(at.f_code.co_filename).startswith(_PACKAGE):
+            at = at.f_back
+    if at is None:
+        return None
+    lineno = at.f_lineno if at.f_lineno is not None else at.f_code.co_firstlineno
+    return at, at.f_lasti, lineno
+
+
+def _interrupt() -> KeyboardInterrupt:
+    """The ``KeyboardInterrupt`` for the Ctrl-C that came: its traceback ends where it came."""
+    exc = KeyboardInterrupt()
+    if _received_at is not None:
+        frame, lasti, lineno = _received_at
+        exc = exc.with_traceback(TracebackType(None, frame, lasti, lineno))
+    return exc
 
 
 @contextlib.contextmanager
@@ -215,7 +246,7 @@ def check() -> None:
     exception if an alarm came."""
     global _raised
     if _received:
-        raise KeyboardInterrupt
+        raise _interrupt()
     if _alarm is not None:
         _raised = True
         raise _alarm.exception
@@ -245,7 +276,8 @@ def kept() -> Iterator[None]:
     it caused, an error of the engine, a normal end); :func:`alarm` keeps it until the next
     exploration starts.
     """
-    global _received, _alarm, _last_alarm, _raised, _refiring, _place, _depth, _sent
+    global _received, _received_at, _alarm, _last_alarm, _raised, _refiring, _place, _depth
+    global _sent
     if not _depth:
         _alarm = _last_alarm = _place = None
         _raised = _refiring = False
@@ -279,6 +311,7 @@ def kept() -> Iterator[None]:
             if signal.getsignal(signal.SIGINT) is _handler:
                 signal.signal(signal.SIGINT, signal.default_int_handler)
             _received = False
+            _received_at = None
             _sent = None
         _depth -= 1
         if not _depth and _refiring:
