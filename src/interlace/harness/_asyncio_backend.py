@@ -6,6 +6,7 @@ This is the asyncio side of the backend interface the engine drives (``_core.exp
 
 from __future__ import annotations
 
+import _thread
 import asyncio
 import collections
 import contextlib
@@ -20,7 +21,7 @@ from interlace._core.result import RunResult, StepRecord
 from interlace._core.schedule import READY, THREAD, Decision, Settings
 from interlace._core.strategy import Chooser
 from interlace.errors import UnsupportedOperationError
-from interlace.harness import _interrupt
+from interlace.harness import _instrument, _interrupt, _threads
 from interlace.harness._footprint import AVAILABLE as FOOTPRINTS
 from interlace.harness._footprint import Tracer
 from interlace.harness._introspect import (
@@ -29,6 +30,7 @@ from interlace.harness._introspect import (
     is_library_file,
     ownership,
     position_of,
+    short_path,
 )
 from interlace.harness._loop import (
     Blocked,
@@ -175,6 +177,98 @@ def _deviation_text(decision: Decision) -> str:
     return f"timer {decision.choice} of those due within the jitter window fired first"
 
 
+_STALL_SECONDS = 20.0
+"""How long one step of a run may take, in real time, before it counts as blocked for real."""
+_WATCH_POLL = 1.0
+
+MSG_LOOP_STALLED = (
+    "{task} ran for {seconds:g} s at {where} without returning to the event loop: a call "
+    "that blocks for real (a socket's recv or accept, a lock's acquire, a subprocess's wait) "
+    "or computes that long inside async code stops every task, in interlace's loop as in a "
+    "stock one, so no schedule can go on. Await the asyncio form instead (loop.sock_recv, "
+    "asyncio streams, asyncio.create_subprocess_exec, asyncio.Lock), or run the call in a "
+    "thread: 'await asyncio.to_thread(...)'"
+)
+
+
+class Watchdog:
+    """Notices a run whose loop is stuck in one step (a blocking call in a task) and ends it.
+
+    A stock loop stuck so hangs too, but an exploration must not: a thread of its own (a bare
+    ``_thread`` one, which ``threading`` does not count) looks once a second whether the
+    run's loop has taken a step; after ``_STALL_SECONDS`` without one, outside the loop's own
+    waits (executor jobs, which have their timeout), it sets the loop's error and interrupts
+    the main thread's call (``_interrupt.send_to_main``), again each second until the step
+    ends. Only for explorations in the main thread (signals reach no other), and only until
+    a run puts threads under control: the thread scheduler watches its threads itself, and a
+    thread it does not control would make every schedule point of theirs slower.
+    """
+
+    def __init__(self) -> None:
+        self.loop: ControlledEventLoop | None = None
+        self._main = _thread.get_ident()
+        self._stop = _thread.allocate_lock()
+        self._stop.acquire()
+        self._ended = _thread.allocate_lock()
+        self._ended.acquire()
+        self._running = True
+        _thread.start_new_thread(self._watch, ())
+
+    def stop(self) -> None:
+        """End the watching thread and wait for it (idempotent)."""
+        if self._running:
+            self._running = False
+            self._stop.release()
+            self._ended.acquire()
+
+    def _watch(self) -> None:
+        try:
+            seen: tuple[ControlledEventLoop | None, int] = (None, -1)
+            since = _threads._real_monotonic()
+            while not self._stop.acquire(timeout=_WATCH_POLL):
+                loop = self.loop
+                now = _threads._real_monotonic()
+                mark = (loop, loop._step if loop is not None else -1)
+                if mark != seen:
+                    seen, since = mark, now
+                    continue
+                if loop is None or now - since < _STALL_SECONDS:
+                    continue
+                frame = sys._current_frames().get(self._main)
+                if frame is None or _waits_in_loop(frame):
+                    since = now
+                    continue
+                if loop.error is None:
+                    loop.error = UnsupportedOperationError(
+                        _stalled_message(loop, frame, now - since)
+                    )
+                _interrupt.send_to_main(loop.error)
+                since = now - _STALL_SECONDS + _WATCH_POLL  # once a second from now on
+        finally:
+            self._ended.release()
+
+
+def _waits_in_loop(frame: types.FrameType | None) -> bool:
+    """Whether the loop's thread, at ``frame``, waits in the loop itself (for a job)."""
+    waits = (
+        ControlledEventLoop._wait_for_threads.__code__,
+        ControlledEventLoop._wait_in_scheduler.__code__,
+    )
+    while frame is not None:
+        if frame.f_code in waits:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _stalled_message(loop: ControlledEventLoop, frame: types.FrameType, seconds: float) -> str:
+    task = asyncio.tasks._current_tasks.get(loop)  # type: ignore[attr-defined]
+    who = f"task {task.get_name()!r}" if task is not None else "a callback of the event loop"
+    at = _instrument.user_frame(frame) or frame
+    where = f"{short_path(at.f_code.co_filename)}:{at.f_lineno}"
+    return MSG_LOOP_STALLED.format(task=who, seconds=round(seconds), where=where)
+
+
 class AsyncioBackend:
     """Runs a zero-argument ``async def`` target on a fresh controlled loop per run.
 
@@ -193,6 +287,9 @@ class AsyncioBackend:
         self.target = target
         self.settings = settings
         self.threads = threads
+        self.watchdog: Watchdog | None = None
+        """Set by the session (``api``) for an exploration in the main thread; stopped as a
+        run first puts threads under control, and when the session ends."""
 
     def run(self, chooser: Chooser, *, record: bool = False) -> RunResult:
         """Run the target once; a passthrough exception (Ctrl-C, pytest.exit) propagates.
@@ -204,6 +301,14 @@ class AsyncioBackend:
         _interrupt.check()
         with ownership() if record else contextlib.nullcontext():
             return self._run(chooser, record=record)
+
+    def _threads_come(self, tracer: Tracer | None) -> None:
+        """A run puts its threads under control: stop what watches the loop alone."""
+        if tracer is not None:
+            tracer.stop()
+        if self.watchdog is not None:
+            self.watchdog.stop()
+            self.watchdog = None
 
     def _run(self, chooser: Chooser, *, record: bool) -> RunResult:
         loop = ControlledEventLoop(chooser, self.settings)
@@ -220,10 +325,13 @@ class AsyncioBackend:
             if tracer.start():
                 modeller = ModelRecorder(loop, tracer)
                 loop.observer = modeller
-                if mixed is not None:
-                    mixed.on_activate = tracer.stop
             else:
                 tracer = None
+        if mixed is not None:
+            mixed.on_activate = functools.partial(self._threads_come, tracer)
+        watchdog = self.watchdog
+        if watchdog is not None:
+            watchdog.loop = loop
         kind: Any = None
         exception: BaseException | None = None
         detail = ""
@@ -253,6 +361,8 @@ class AsyncioBackend:
                     kind = "exception"
                     exception = exc.with_traceback(_user_traceback(exc.__traceback__))
         finally:
+            if watchdog is not None:
+                watchdog.loop = None
             if tracer is not None:
                 tracer.stop()
             steps = loop._step

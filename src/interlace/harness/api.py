@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import random
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -24,7 +25,7 @@ from interlace.errors import (
     UnsupportedOperationError,
 )
 from interlace.harness import _instrument, _interrupt
-from interlace.harness._asyncio_backend import AsyncioBackend
+from interlace.harness._asyncio_backend import AsyncioBackend, Watchdog
 from interlace.harness._threads import ThreadsBackend, controlled_exploration
 
 __all__ = ("explore", "replay")
@@ -138,7 +139,14 @@ def _backend(
                 threads = False
             else:
                 threads = True
-            yield AsyncioBackend(target, settings, threads=threads)
+            backend = AsyncioBackend(target, settings, threads=threads)
+            if threading.current_thread() is threading.main_thread():
+                backend.watchdog = Watchdog()
+            try:
+                yield backend
+            finally:
+                if backend.watchdog is not None:
+                    backend.watchdog.stop()
     else:
         with controlled_exploration(instrument, target):
             yield ThreadsBackend(target, settings)

@@ -1,0 +1,114 @@
+"""A run whose event loop is stuck in one step (a blocking call in a task) ends the exploration.
+
+A stock loop stuck so hangs for good; an exploration says where and what to do instead, as
+``UnsupportedOperationError`` (the code cannot be explored as written, it is no failing
+schedule). The threshold is lowered here from its 20 s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import socket
+import sys
+import threading
+import time
+
+import pytest
+
+import interlace
+from interlace.errors import UnsupportedOperationError
+from interlace.harness import _asyncio_backend
+
+pytestmark = pytest.mark.skipif(
+    not hasattr(__import__("signal"), "pthread_kill"), reason="interrupts the main thread"
+)
+
+
+@pytest.fixture(autouse=True)
+def _a_second(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_asyncio_backend, "_STALL_SECONDS", 1.0)
+
+
+async def blocking_recv() -> None:
+    a, b = socket.socketpair()
+    try:
+        await asyncio.sleep(0)
+        b.recv(1)  # nothing will ever write: the loop is blocked for real
+    finally:
+        a.close()
+        b.close()
+
+
+async def busy_without_awaiting() -> None:
+    await asyncio.sleep(0)
+    count = 0
+    while count >= 0:  # never returns to the loop
+        count += 1
+
+
+async def swallows_the_interrupt() -> None:
+    a, b = socket.socketpair()
+    try:
+        for _ in range(3):
+            try:
+                b.recv(1)
+            except Exception:  # what careless code does
+                continue
+    finally:
+        a.close()
+        b.close()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("target", "line"),
+    [
+        (blocking_recv, "b.recv(1)  # nothing will ever write"),
+        (busy_without_awaiting, "count"),  # either line of the loop
+        (swallows_the_interrupt, "b.recv(1)"),
+    ],
+)
+def test_a_task_stuck_in_one_step_ends_the_exploration_saying_where(
+    target: object, line: str
+) -> None:
+    started = time.monotonic()
+    with pytest.raises(UnsupportedOperationError) as raised:
+        interlace.explore(target, seed=1, max_schedules=5)  # type: ignore[arg-type]
+    assert time.monotonic() - started < 30
+    message = str(raised.value)
+    where = re.match(
+        r"task 'main' ran for \d+ s at (\S*test_loop_watchdog\.py):(\d+) without returning to "
+        r"the event loop: ",
+        message,
+    )
+    assert where is not None, message
+    with open(__file__, encoding="utf-8") as source:
+        assert line in source.read().splitlines()[int(where.group(2)) - 1]
+    assert "'await asyncio.to_thread(...)'" in message
+
+
+def test_the_watching_thread_ends_with_the_exploration() -> None:
+    before = set(sys._current_frames())
+
+    async def quick() -> None:
+        await asyncio.sleep(0)
+
+    assert interlace.explore(quick, seed=1, max_schedules=3).failure is None
+    assert set(sys._current_frames()) == before
+
+
+def test_no_watching_thread_runs_beside_the_threads_of_a_run() -> None:
+    # The thread scheduler watches its threads itself; a thread it does not control would
+    # make every schedule point of theirs slower.
+    before = len(sys._current_frames())
+    seen: list[int] = []
+
+    async def with_a_thread() -> None:
+        thread = threading.Thread(target=lambda: seen.append(len(sys._current_frames())))
+        thread.start()
+        await asyncio.to_thread(thread.join)
+
+    assert interlace.explore(with_a_thread, seed=1, max_schedules=3).failure is None
+    assert seen
+    assert set(seen) <= {before + 1, before + 2}  # the thread, and to_thread's worker
