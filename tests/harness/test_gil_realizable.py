@@ -10,6 +10,7 @@ that one, labelled "needs thread preemption".
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import textwrap
@@ -197,3 +198,41 @@ def test_a_profile_function_of_the_program_is_put_back() -> None:
         sys.setprofile(None)
     assert failure is not None
     assert failure.label == FREE_THREADED  # the probe was in place for the recorded run
+
+
+# -- threads inside an async def exploration ------------------------------------------------------
+
+
+async def lost_update_beside_the_loop() -> None:
+    counter = Counter()
+    job = asyncio.ensure_future(asyncio.to_thread(counter.in_place))
+    await asyncio.sleep(0)
+    counter.in_place()
+    await job
+    assert counter.count == 2, counter.count
+
+
+async def check_then_insert_beside_the_loop() -> None:
+    registry = Registry()
+    job = asyncio.ensure_future(asyncio.to_thread(registry.get, "k"))
+    await asyncio.sleep(0)
+    first = registry.get("k")
+    assert await job is first
+
+
+@pytest.mark.parametrize(
+    ("target", "label"),
+    [
+        (lost_update_beside_the_loop, FREE_THREADED),
+        (check_then_insert_beside_the_loop, PREEMPTION),
+    ],
+)
+def test_a_thread_preempting_the_loops_thread_is_labelled_the_same_way(
+    target: Callable[[], object], label: str
+) -> None:
+    failure = interlace.explore(target, seed=1).failure
+    assert failure is not None
+    assert (failure.label, failure.deviations) == (label, 1)
+    replayed = interlace.replay(target, failure.token)
+    assert replayed is not None
+    assert replayed.label == label

@@ -654,7 +654,9 @@ def test_a_task_may_start_a_thread_that_runs_its_own_event_loop() -> None:
     assert exploration.failure is None, exploration.failure and exploration.failure.report
     failure = interlace.explore(_loop_in_a_thread_from_a_task(locked=False), seed=SEED).failure
     assert failure is not None
-    assert failure.label == PREEMPTION
+    # The update is lost only between the subscript's read and its write, with no call
+    # between: a GIL build never switches threads there.
+    assert failure.label == "needs a free-threaded build"
     assert failure.deviations == 1
 
 

@@ -17,8 +17,9 @@ then on runs under it too, exactly as in a plain-function exploration (``_thread
   or, once every thread waits, the clock reaches the loop's next timer.
 * Stock order is the GIL's: the running thread goes on until it blocks or its time slice ends,
   so a job runs while the loop waits, as it does when the loop sits in ``select``. A thread
-  choice is a ``THREAD`` decision (label "needs thread preemption"); the loop's own choices
-  keep their kinds.
+  choice is a ``THREAD`` decision (label "needs thread preemption", or "needs a free-threaded
+  build" where a GIL build would not switch: ``Controller.gil_point``); the loop's own
+  choices keep their kinds.
 * When the main task is done the run ends as ``asyncio.run`` does, under control: leftover
   tasks are cancelled, the default executor is shut down (its jobs finish), and threads the
   run started are waited for; then every thread is unwound and joined.
@@ -122,6 +123,8 @@ class MixedRun:
         self._previous_trace: Any = None
         self._counter: Any = None
         self._end_hashes: Callable[[], None] | None = None
+        self._profile: Any = None
+        """The loop's thread's profile function before a recorded run probed it."""
         self.on_activate: Callable[[], None] | None = None
         """Called as the threads come under control: the backend stops recording footprints
         there (a run with threads has no model), so the rest of the run, interlace's own
@@ -155,6 +158,7 @@ class MixedRun:
         _threads.activate_instrumentation(self.target)
         _threads._local.thread = main
         _threads._tracing_on(ctl)
+        self._profile = _threads._probe_on(main)
         _threads.trace_running_frames(sys._getframe(1))
 
     def use_stock_chooser(self, chooser: Chooser) -> None:
@@ -207,4 +211,5 @@ class MixedRun:
             _threads._baton = None  # the report still reads ctl.current
             _threads._line_hooks(None, foreign=False)
             _threads._tracing_off()
+            _threads._probe_off(ctl.threads[0], self._profile)
             sys.settrace(self._previous_trace)

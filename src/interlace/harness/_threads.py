@@ -407,7 +407,7 @@ class Controller:
         CPython with the GIL hands it over only where the running thread checks for a
         request: at a call, a function's start (or a generator's resumption), a loop's
         back-edge. So it can switch here only if ``t`` passed such a check since its previous
-        point: a profile event (``_gil_probe``: any call, Python or C, made since), another
+        point: a profile event (``_probe_on``: any call, Python or C, made since), another
         frame, an offset that went back (a loop), or an instruction between the two points
         that is not known to run without a check (``_gil_checks``). When in doubt: it can.
         """
