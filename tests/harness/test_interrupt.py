@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from types import FrameType
+from typing import Any
 
 import pytest
 
@@ -228,3 +230,32 @@ def test_an_alarm_in_a_plain_targets_thread_start_ends_the_exploration(
     with pytest.raises(Timeout):
         interlace.explore(target, max_schedules=20, seed=1)
     assert alarm_handler == [signal.SIGALRM]
+
+
+def test_a_ctrl_c_outside_the_tests_code_is_placed_at_the_innermost_frame_a_runner_shows() -> None:
+    # No frame of the test's code on the stack (between runs, or a thread's): the frame is
+    # the innermost outside interlace that pytest would show, skipping __tracebackhide__.
+    package = os.path.dirname(os.path.abspath(_interrupt.__file__))
+    engine = compile(
+        "import sys\ndef engine(where):\n    where.append(sys._getframe())\n",
+        os.path.join(package, "engine_of_the_test.py"),
+        "exec",
+    )
+    library = compile(
+        "def hidden(engine, where):\n    __tracebackhide__ = True\n    engine(where)\n",
+        os.path.join(os.sep, "lib", "site-packages", "runner_of_the_test.py"),
+        "exec",
+    )
+    names: dict[str, Any] = {}
+    exec(engine, names)
+    exec(library, names)
+    frames: list[FrameType] = []
+    thread = threading.Thread(target=names["hidden"], args=(names["engine"], frames))
+    thread.start()
+    thread.join()
+    where = _interrupt._where(frames[0])
+    assert where is not None
+    frame, _, line = where
+    assert frame.f_code.co_filename == threading.__file__
+    assert frame.f_code.co_name == "run"
+    assert line == frame.f_lineno

@@ -197,13 +197,20 @@ def _handler(signum: int, frame: FrameType | None) -> None:
 
 def _where(frame: FrameType | None) -> tuple[FrameType, int, int] | None:
     """The frame a Ctrl-C that came in ``frame`` is reported at, with its instruction and
-    line: the innermost of the test's code, or else the innermost outside interlace."""
+    line: the innermost of the test's code; or else (between runs, or while the main thread
+    waits for the others) the innermost outside interlace that a test runner shows (pytest
+    hides a frame with ``__tracebackhide__``): the line that called ``explore``, or pytest's
+    call of the test."""
     from interlace.harness._instrument import user_frame
 
     at = user_frame(frame)
     if at is None:
         at = frame
-        while at is not None and os.path.abspath(at.f_code.co_filename).startswith(_PACKAGE):
+        while at is not None and (
+            os.path.abspath(at.f_code.co_filename).startswith(_PACKAGE)
+            or at.f_locals.get("__tracebackhide__")
+            or at.f_globals.get("__tracebackhide__")
+        ):
             at = at.f_back
     if at is None:
         return None
