@@ -795,6 +795,67 @@ def test_the_server_watches_configuration_files_when_the_client_lets_it(
     assert client.request("shutdown")["result"] is None
 
 
+PULL = {"textDocument": {"diagnostic": {"dynamicRegistration": False}}}
+
+
+def pull(client: Client, uri: str, previous: str | None = None) -> dict[str, Any]:
+    params: dict[str, Any] = {"textDocument": {"uri": uri}}
+    if previous is not None:
+        params["previousResultId"] = previous
+    result: dict[str, Any] = client.request("textDocument/diagnostic", params)["result"]
+    return result
+
+
+def test_a_client_that_pulls_diagnostics_gets_them_only_when_it_asks(
+    client: Client, project: Path
+) -> None:
+    capabilities = client.initialize(root=project, capabilities=PULL)["capabilities"]
+    assert capabilities["diagnosticProvider"] == {
+        "identifier": "interlace",
+        "interFileDependencies": False,
+        "workspaceDiagnostics": False,
+    }
+    uri = client.open(project / "agent.py", RACY)
+    report = pull(client, uri)
+    assert report["kind"] == "full"
+    assert [d["code"] for d in report["items"]] == ["IL101"]
+    assert report["items"][0]["message"].startswith(IL101)
+    # The same findings: "unchanged", even after an edit that changes none of them.
+    assert pull(client, uri, report["resultId"]) == {
+        "kind": "unchanged",
+        "resultId": report["resultId"],
+    }
+    client.change(uri, 2, {"text": RACY + "\n# a comment\n"})
+    assert pull(client, uri, report["resultId"])["kind"] == "unchanged"
+    fixed = RACY.replace("        await self.load_tools()\n", "")
+    client.change(uri, 3, {"text": fixed})
+    after = pull(client, uri, report["resultId"])
+    assert after["kind"] == "full"
+    assert after["items"] == []
+    assert after["resultId"] != report["resultId"]
+    client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+    assert pull(client, uri) == {"kind": "full", "items": []}  # not open: nothing to show
+    assert client.request("shutdown")["result"] is None
+    assert client.notifications("textDocument/publishDiagnostics") == []
+
+
+def test_a_changed_pyproject_asks_a_pulling_client_to_pull_again(
+    client: Client, project: Path
+) -> None:
+    capabilities = {**PULL, "workspace": {"diagnostics": {"refreshSupport": True}}}
+    client.initialize(root=project, capabilities=capabilities)
+    uri = client.open(project / "agent.py", RACY)
+    assert len(pull(client, uri)["items"]) == 1
+    put(project, "pyproject.toml", '[tool.interlace.lint]\nignore = ["IL101"]\n')
+    client.notify(
+        "workspace/didChangeWatchedFiles",
+        {"changes": [{"uri": (project / "pyproject.toml").as_uri(), "type": 2}]},
+    )
+    refresh = client.wait_for(lambda m: m.get("method") == "workspace/diagnostic/refresh")
+    client.send({"id": refresh["id"], "result": None})
+    assert pull(client, uri)["items"] == []
+
+
 def test_per_file_ignores_and_exclusions_apply_to_open_documents(
     client: Client, project: Path
 ) -> None:

@@ -5,7 +5,9 @@ library only: JSON-RPC 2.0 messages framed by ``Content-Length`` headers. The se
 text of each open document (full and incremental sync), lints it as ``interlace lint
 --stdin-filename PATH --force-exclude`` would (:func:`~interlace.linters._run.lint_stdin`: the
 closest ``pyproject.toml``, ``per-file-ignores``, exclusions), publishes the findings as
-diagnostics, and offers code actions: remove an unused ``# noqa`` directive (IL001's fix),
+diagnostics (pushed with ``publishDiagnostics``, or pulled with ``textDocument/diagnostic``
+by a client that says it can), and offers code actions: remove an unused ``# noqa`` directive
+(IL001's fix),
 disable a rule for a line (``--add-noqa``'s edit) and fix the whole document
 (``source.fixAll.interlace``).
 
@@ -24,6 +26,7 @@ client offers UTF-32 or UTF-8). Lines end as the engine ends them (``LINE_BREAK`
 from __future__ import annotations
 
 import argparse
+import hashlib
 import io
 import json
 import os
@@ -482,6 +485,8 @@ class Server:
         self._encoding = UTF16
         self._capabilities: dict[str, Any] = {}
         self._initialized = False
+        self._pull = False
+        """The client pulls diagnostics (``textDocument/diagnostic``): none are pushed."""
         self._shutdown = False
         self._shown: set[str] = set()
         self._next_id = 0
@@ -490,6 +495,7 @@ class Server:
             "initialize": self._initialize,
             "shutdown": self._shutdown_request,
             "textDocument/codeAction": self._code_action,
+            "textDocument/diagnostic": self._pull_diagnostics,
         }
         self._notifications: dict[str, Callable[[Any], None]] = {
             "initialized": self._on_initialized,
@@ -544,7 +550,10 @@ class Server:
             )
 
     def publish_changed(self) -> None:
-        """Lint each document changed since it was last linted, and publish its diagnostics."""
+        """Lint each document changed since it was last linted, and publish its diagnostics
+        (a client that pulls them asks for each document when it wants it)."""
+        if self._pull:
+            return
         for document in list(self._documents.values()):
             if document.dirty:
                 self._refresh(document)
@@ -641,6 +650,14 @@ class Server:
             "positionEncoding": self._encoding,
             "textDocumentSync": {"openClose": True, "change": 2, "save": True},
         }
+        if isinstance(self._capability("textDocument", "diagnostic"), dict):
+            # A client that can pull diagnostics gets them only that way (never twice).
+            self._pull = True
+            server["diagnosticProvider"] = {
+                "identifier": "interlace",
+                "interFileDependencies": False,
+                "workspaceDiagnostics": False,
+            }
         if self._capability("textDocument", "codeAction", "codeActionLiteralSupport"):
             # CodeActionOptions only for a client that takes CodeAction literals (the spec).
             server["codeActionProvider"] = {
@@ -735,7 +752,7 @@ class Server:
 
     def _did_close(self, params: Any) -> None:
         uri = _uri_of(params)
-        if self._documents.pop(uri, None) is not None:
+        if self._documents.pop(uri, None) is not None and not self._pull:
             self._notify("textDocument/publishDiagnostics", {"uri": uri, "diagnostics": []})
 
     def _did_change_watched_files(self, params: Any) -> None:
@@ -750,16 +767,46 @@ class Server:
         self._shown.clear()  # a configuration still broken after an edit is shown again
         for document in self._documents.values():
             document.dirty = True
+        if self._pull and self._capability("workspace", "diagnostics", "refreshSupport"):
+            self._next_id += 1
+            self._send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": f"interlace/{self._next_id}",
+                    "method": "workspace/diagnostic/refresh",
+                }
+            )
+
+    def _pull_diagnostics(self, params: Any) -> dict[str, Any]:
+        """``textDocument/diagnostic``: the document's findings as a full report, or
+        ``unchanged`` when they are the ones the client holds (its ``previousResultId``).
+
+        The result id is the findings themselves, hashed: an edit that changes nothing the
+        client shows (or a save) costs it no update. A document that is not open has none.
+        """
+        document = self._documents.get(_uri_of(params))
+        if document is None:
+            return {"kind": "full", "items": []}
+        lint = self._refresh(document) if document.dirty else document.lint
+        items = lint.diagnostics if lint is not None else []
+        digest = hashlib.sha256(json.dumps(items, sort_keys=True).encode("utf-8"))
+        result_id = digest.hexdigest()[:16]
+        if isinstance(params, dict) and params.get("previousResultId") == result_id:
+            return {"kind": "unchanged", "resultId": result_id}
+        return {"kind": "full", "resultId": result_id, "items": items}
 
     # Linting
 
     def _refresh(self, document: _Document) -> _Lint | None:
-        """Lint ``document`` if it is Python and publish its diagnostics; return its lint."""
+        """Lint ``document`` if it is Python and publish its diagnostics (unless the client
+        pulls them); return its lint."""
         document.dirty = False
         if not document.lintable:
             document.lint = None
             return None
         document.lint = self._lint(document)
+        if self._pull:
+            return document.lint
         self._notify(
             "textDocument/publishDiagnostics",
             {
