@@ -35,7 +35,7 @@ from typing import Any
 
 from interlace._core.schedule import THREAD, Settings
 from interlace._core.strategy import Chooser
-from interlace.harness import _threads
+from interlace.harness import _affinity, _threads
 from interlace.harness._loop import EPOCH, ControlledEventLoop
 
 __all__ = ("LoopController", "MixedRun")
@@ -125,6 +125,8 @@ class MixedRun:
         self._end_hashes: Callable[[], None] | None = None
         self._profile: Any = None
         """The loop's thread's profile function before a recorded run probed it."""
+        self._pinned: _affinity.Pin | None = None
+        """The run's threads share one CPU from the first thread on (``_affinity``)."""
         self.on_activate: Callable[[], None] | None = None
         """Called as the threads come under control: the backend stops recording footprints
         there (a run with threads has no model), so the rest of the run, interlace's own
@@ -159,6 +161,7 @@ class MixedRun:
         _threads._local.thread = main
         _threads._tracing_on(ctl)
         self._profile = _threads._probe_on(main)
+        self._pinned = _affinity.pin()
         _threads.trace_running_frames(sys._getframe(1))
 
     def use_stock_chooser(self, chooser: Chooser) -> None:
@@ -213,3 +216,5 @@ class MixedRun:
             _threads._tracing_off()
             _threads._probe_off(ctl.threads[0], self._profile)
             sys.settrace(self._previous_trace)
+            _affinity.unpin(self._pinned)
+            self._pinned = None

@@ -45,7 +45,7 @@ from interlace._core.result import RunResult, StepRecord
 from interlace._core.schedule import READY, Decision, Settings
 from interlace._core.strategy import Chooser
 from interlace.errors import UnsupportedOperationError
-from interlace.harness import _instrument, _interrupt
+from interlace.harness import _affinity, _instrument, _interrupt
 
 # One module object for everything from _instrument (a second import style could bind a
 # second copy when the harness modules are imported again, as pytester makes happen).
@@ -1901,6 +1901,9 @@ _PATCHES: list[tuple[Any, str, Any]] = [
     # Executors (asyncio.to_thread's among them) create theirs through this name.
     (queue, "SimpleQueue", queue._PySimpleQueue),  # type: ignore[attr-defined]
     *(((fcntl, "flock", _flock),) if fcntl is not None else ()),
+    # A run's threads share one CPU (see ``_affinity``); the code under test sees the mask
+    # it had.
+    *_affinity.PATCHES,
 ]
 
 
@@ -2620,6 +2623,11 @@ _GLOBAL_ORIGINALS = {
     id(_real_monotonic): (_real_monotonic, _monotonic),
     id(_real_time): (_real_time, _wall),
 }
+if _affinity._real_getaffinity is not None:  # ``from os import sched_getaffinity``
+    _GLOBAL_ORIGINALS[id(_affinity._real_getaffinity)] = (
+        _affinity._real_getaffinity,
+        _affinity.sched_getaffinity,
+    )
 
 
 def _patch_user_globals() -> list[tuple[Any, str, Any]]:
@@ -2666,6 +2674,7 @@ class ThreadsBackend:
         interrupted: BaseException | None = None
         _local.thread = main
         profile = _probe_on(main)
+        pinned = _affinity.pin()
         try:
             _tracing_on(ctl)
             try:
@@ -2705,6 +2714,7 @@ class ThreadsBackend:
             threading._counter = counter  # type: ignore[attr-defined]
             end_hashes()
             sys.settrace(previous_trace)
+            _affinity.unpin(pinned)
         if interrupted is not None:
             raise interrupted
         if ctl.passthrough is not None:

@@ -1,0 +1,144 @@
+"""One CPU for a run's threads, so that the baton passes between them in place.
+
+Controlled threads run one at a time: each switch wakes one thread and parks another. On a
+multi-core Linux machine the kernel often wakes the next thread on another core, and when that
+core is busy (a second test process, a pytest-xdist worker) the woken thread waits for it.
+Measured on 2 cores: a file of thread explorations took 38 s alone and 64 s beside one busy
+core; with each run's threads on the CPU the run started on, 22 s either way.
+
+So a run pins the thread that runs it to the CPU it is on (threads it starts inherit the
+mask), and gives the mask back when it ends. The code under test sees the affinity it had:
+``os.sched_getaffinity`` reports the mask from before the pin, and so does
+``os.process_cpu_count`` (3.13, which ``ThreadPoolExecutor`` sizes itself by) since it reads
+that function. A thread the run leaves behind (a C library's worker pool) gets the mask back
+too. Where the platform has no affinity (Windows, macOS) or refuses it, nothing changes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable
+from typing import Any
+
+_real_getaffinity: Callable[[int], set[int]] | None = getattr(os, "sched_getaffinity", None)
+_real_setaffinity: Callable[[int, Any], None] | None = getattr(os, "sched_setaffinity", None)
+_TASKS = "/proc/self/task"
+
+_usable = _real_getaffinity is not None and _real_setaffinity is not None
+"""False once the platform refused a pin: the process never tries again."""
+
+_getcpu: Callable[[], int] | None = None
+
+
+class Pin:
+    """A run's pin: the CPU, the mask from before, and the threads there were."""
+
+    __slots__ = ("cpu", "mask", "tids")
+
+    def __init__(self, cpu: int, mask: set[int], tids: frozenset[str]) -> None:
+        self.cpu = cpu
+        self.mask = mask
+        self.tids = tids
+
+
+_pin: Pin | None = None
+"""The pin of the run in progress, if any (read by the patched ``sched_getaffinity``)."""
+
+
+def _cpu_from_proc() -> int:
+    with open("/proc/thread-self/stat", "rb") as stat:
+        fields = stat.read()
+    # Field 39, counted after the command name (which may hold spaces and parentheses).
+    return int(fields[fields.rindex(b")") + 2 :].split()[36])
+
+
+def _current_cpu() -> int:
+    global _getcpu
+    if _getcpu is None:
+        try:
+            import ctypes
+
+            libc_getcpu = ctypes.CDLL(None, use_errno=True).sched_getcpu
+            libc_getcpu.restype = ctypes.c_int
+            libc_getcpu.argtypes = ()
+            _getcpu = libc_getcpu
+        except (OSError, AttributeError, ImportError):
+            _getcpu = _cpu_from_proc
+    cpu = _getcpu()
+    if cpu < 0:
+        raise OSError("sched_getcpu failed")
+    return cpu
+
+
+def _tids() -> frozenset[str]:
+    try:
+        return frozenset(os.listdir(_TASKS))
+    except OSError:
+        return frozenset()
+
+
+def pin() -> Pin | None:
+    """Pin the calling thread, and the threads it starts from now on, to the CPU it is on.
+
+    Returns the pin to pass to :func:`unpin`, or None where nothing was pinned (no affinity
+    on this platform, a mask of one CPU already, or a refusal).
+    """
+    global _pin, _usable
+    if not _usable or _pin is not None:
+        return None
+    assert _real_getaffinity is not None
+    assert _real_setaffinity is not None
+    try:
+        mask = _real_getaffinity(0)
+        if len(mask) < 2:
+            return None
+        cpu = _current_cpu()
+        if cpu not in mask:
+            return None
+        tids = _tids()
+        _real_setaffinity(0, (cpu,))
+    except (OSError, ValueError):
+        _usable = False
+        return None
+    _pin = Pin(cpu, mask, tids)
+    return _pin
+
+
+def unpin(pinned: Pin | None) -> None:
+    """Give the calling thread its mask back, and every thread the run started that is left."""
+    global _pin
+    if pinned is None:
+        return
+    _pin = None
+    assert _real_getaffinity is not None
+    assert _real_setaffinity is not None
+    alone = {pinned.cpu}
+    with contextlib.suppress(OSError):
+        _real_setaffinity(0, pinned.mask)
+    for tid in _tids() - pinned.tids:
+        try:
+            if _real_getaffinity(int(tid)) == alone:
+                _real_setaffinity(int(tid), pinned.mask)
+        except (OSError, ValueError):
+            pass  # it ended meanwhile
+
+
+def sched_getaffinity(pid: int, /) -> set[int]:
+    """``os.sched_getaffinity`` during an exploration: the mask as it was before the pin."""
+    assert _real_getaffinity is not None
+    mask = _real_getaffinity(pid)
+    pinned = _pin
+    if (
+        pinned is not None
+        and mask == {pinned.cpu}
+        and (pid == 0 or pid == os.getpid() or os.path.exists(f"{_TASKS}/{pid}"))
+    ):
+        return set(pinned.mask)
+    return mask
+
+
+PATCHES: list[tuple[Any, str, Any]] = (
+    [(os, "sched_getaffinity", sched_getaffinity)] if _real_getaffinity is not None else []
+)
+"""What ``controlled_exploration`` installs: the code under test never sees the pin."""
