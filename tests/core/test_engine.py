@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from interlace._core.explorer import (
     ReplayHints,
     _size,
+    _without_pick,
+    _without_step,
     explore_backend,
     format_report,
     label_for,
@@ -209,6 +211,53 @@ def test_strict_replay_names_the_actor_it_expected() -> None:
     chooser = ReplayChooser([Decision(1, READY, 1, 7)], strict=True)
     backend.run(chooser)
     assert chooser.divergence == "step 1 expected to run actor #7 but option 1 is actor #2"
+
+
+def _picked(chooser: ReplayChooser, actors: Sequence[int]) -> int:
+    return chooser.choose(1, actors, False)
+
+
+def test_a_shrinking_replay_by_actor_runs_the_decisions_actor_wherever_it_now_is() -> None:
+    # Recorded as option 1 = actor 5; an earlier deviation dropped, actor 5 is option 3 now.
+    decision = Decision(1, READY, 1, 5)
+    assert _picked(ReplayChooser([decision], strict=False, by_actor=True), [2, 3, 4, 5]) == 3
+    # By index, as before (and as a strict replay always does): option 1, another actor.
+    assert _picked(ReplayChooser([decision], strict=False), [2, 3, 4, 5]) == 1
+    strict = ReplayChooser([decision], strict=True, by_actor=True)
+    assert _picked(strict, [2, 3, 4, 5]) == 0
+    assert strict.divergence == "step 1 expected to run actor #5 but option 1 is actor #3"
+
+
+def test_a_replay_by_actor_takes_the_index_when_the_actor_is_not_offered_or_not_named() -> None:
+    absent = ReplayChooser([Decision(1, READY, 2, 9)], strict=False, by_actor=True)
+    assert _picked(absent, [2, 3, 4, 5]) == 2
+    unnamed = ReplayChooser([Decision(1, READY, 2, -1)], strict=False, by_actor=True)
+    assert _picked(unnamed, [2, 3, 4, 5]) == 2
+    # Advancing the clock is the option past the entries: its actor names none of them.
+    advance = ReplayChooser([Decision(1, READY, 4, 2)], strict=False, by_actor=True)
+    assert advance.choose(1, [2, 3, 4, 5], True) == 4
+
+
+def test_dropping_a_deviation_brings_the_later_ones_a_step_sooner() -> None:
+    decisions = [Decision(4, READY, 2, 7), Decision(5, READY, 3, 9), Decision(8, TIMER, 1, 0)]
+    assert _without_step(decisions, 0) == [Decision(4, READY, 3, 9), Decision(7, TIMER, 1, 0)]
+    assert _without_step(decisions, 2) == decisions[:2]
+
+
+def test_dropping_a_deviations_entry_moves_each_later_entry_to_the_step_before() -> None:
+    decisions = [
+        Decision(4, READY, 2, 7),
+        Decision(6, TIMER, 1, 0),
+        Decision(7, READY, 3, 9),
+        Decision(9, READY, 1, 4),
+    ]
+    # Without actor 7: actor 9 deviates at step 4, actor 4 at step 7; the timer stays put.
+    assert _without_pick(decisions, 0) == [
+        Decision(4, READY, 3, 9),
+        Decision(6, TIMER, 1, 0),
+        Decision(7, READY, 1, 4),
+    ]
+    assert _without_pick(decisions, 1) == [d for d in decisions if d.kind != TIMER]
 
 
 @pytest.mark.parametrize(

@@ -96,6 +96,42 @@ def _cost(result: RunResult) -> tuple[int, int, int]:
     return (len(result.decisions), sum(d.choice for d in result.decisions), result.steps)
 
 
+def _without_step(decisions: Sequence[Decision], index: int) -> list[Decision]:
+    """``decisions`` without deviation ``index``, every later one a step sooner.
+
+    The entry that deviation ran no longer takes a step there, so what came after it comes
+    one step sooner (it runs later, at its place in stock order). For a replay ``by_actor``.
+    """
+    dropped = decisions[index].step
+    return [
+        d if d.step < dropped else Decision(d.step - 1, d.kind, d.choice, d.actor)
+        for k, d in enumerate(decisions)
+        if k != index
+    ]
+
+
+def _without_pick(decisions: Sequence[Decision], index: int) -> list[Decision]:
+    """``decisions`` without the task or thread that deviation ``index`` runs, keeping the
+    steps that deviate: each later deviation that runs one takes the step of the one before.
+
+    Dropping a deviation outright lets the entry it postponed run at its step, and that entry
+    is often one the failure needs kept back (many deviations in a row each postpone the
+    same entry). Here the next deviation's entry runs at that step instead, and the entries
+    kept back stay kept back. Timer choices keep their steps. The result is meant for a
+    replay ``by_actor``.
+    """
+    picks = [k for k, decision in enumerate(decisions) if decision.kind != TIMER]
+    if index not in picks:
+        return [d for k, d in enumerate(decisions) if k != index]
+    trial = list(decisions)
+    at = picks.index(index)
+    for here, after in zip(picks[at:], picks[at + 1 :], strict=False):
+        slot, moved = decisions[here], decisions[after]
+        trial[here] = Decision(slot.step, slot.kind, moved.choice, moved.actor)
+    del trial[picks[-1]]
+    return trial
+
+
 def shrink(
     backend: Backend,
     found: RunResult,
@@ -128,7 +164,7 @@ def shrink(
         nonlocal best
         if spent():
             return False
-        result = run(ReplayChooser(decisions, strict=False))
+        result = run(ReplayChooser(decisions, strict=False, by_actor=True))
         if result.same_failure(found) and _cost(result) < _cost(best):
             best = result
             return True
@@ -147,6 +183,13 @@ def shrink(
                         changed = True
                         break
                 size //= 2
+            # Then without each deviation's entry, the later ones moving up a step.
+            for index in range(len(current)):
+                if not changed and attempt(_without_step(current, index)):
+                    changed = True
+            for index in range(len(current)):
+                if not changed and attempt(_without_pick(current, index)):
+                    changed = True
         # Take each remaining deviation's smallest option that still fails.
         for index in range(len(best.decisions)):
             if index >= len(best.decisions):
@@ -154,7 +197,8 @@ def shrink(
             decision = best.decisions[index]
             for choice in range(1, decision.choice):
                 trial = list(best.decisions)
-                trial[index] = Decision(decision.step, decision.kind, choice, decision.actor)
+                # No actor: the option at ``choice``, whichever entry that is.
+                trial[index] = Decision(decision.step, decision.kind, choice, -1)
                 if attempt(trial):
                     break
         # Fewer steps: try each deviation earlier (the failure may then come sooner).

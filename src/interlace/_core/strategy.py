@@ -93,12 +93,21 @@ class ReplayChooser(Chooser):
     With ``strict`` a decision the run no longer offers is reported through ``divergence``
     (the backend stops and raises ``ReplayDivergedError``); without it (while shrinking) such
     a decision is skipped.
+
+    With ``by_actor`` (while shrinking) a ready choice runs the decision's actor wherever it
+    is among the options, not the option at the decision's index: once a shrinking step
+    drops an earlier deviation, the entries ready at a later one are not the same, and the
+    index would run another task or thread than the one the failure needed. A decision with
+    no actor (``actor < 0``) takes its index.
     """
 
-    def __init__(self, decisions: Sequence[Decision], *, strict: bool) -> None:
+    def __init__(
+        self, decisions: Sequence[Decision], *, strict: bool, by_actor: bool = False
+    ) -> None:
         self._decisions = sorted(decisions, key=lambda d: (d.step, d.kind))
         self._index = 0
         self.strict = strict
+        self.by_actor = by_actor and not strict
         self.divergence: str | None = None
         self.consult_at = self._decisions[0].step if self._decisions else NEVER
 
@@ -128,6 +137,9 @@ class ReplayChooser(Chooser):
         decision = self._take(step, READY)
         if decision is None:
             return 0
+        picks_entry = decision.choice < len(actors)  # not the clock's advance
+        if self.by_actor and picks_entry and decision.actor >= 0 and decision.actor in actors:
+            return actors.index(decision.actor)
         limit = len(actors) + (1 if can_advance else 0)
         if decision.choice >= limit:
             if self.strict and self.divergence is None:
