@@ -163,3 +163,32 @@ def test_without_affinity_nothing_is_pinned(monkeypatch: pytest.MonkeyPatch) -> 
         worker.join()
 
     assert interlace.explore(target, max_schedules=2).failure is None
+
+
+@needs_affinity
+def test_the_cpu_is_read_from_proc_where_libc_has_no_sched_getcpu(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_affinity, "_getcpu", _affinity._cpu_from_proc)
+    pinned = _affinity.pin()
+    try:
+        assert pinned is not None
+        assert pinned.cpu in MASK
+        assert _real() == {pinned.cpu}
+    finally:
+        _affinity.unpin(pinned)
+    assert _real() == MASK
+
+
+@needs_affinity
+def test_a_cpu_number_that_cannot_be_read_leaves_the_run_unpinned(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def unreadable() -> int:
+        raise IndexError("list index out of range")
+
+    monkeypatch.setattr(_affinity, "_getcpu", unreadable)
+    monkeypatch.setattr(_affinity, "_usable", True)
+    assert _affinity.pin() is None
+    assert _real() == MASK
+    assert _affinity._usable is False

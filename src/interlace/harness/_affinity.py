@@ -98,7 +98,7 @@ def pin() -> Pin | None:
             return None
         tids = _tids()
         _real_setaffinity(0, (cpu,))
-    except (OSError, ValueError):
+    except (OSError, ValueError, IndexError):  # no CPU number where expected
         _usable = False
         return None
     _pin = Pin(cpu, mask, tids)
