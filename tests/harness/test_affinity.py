@@ -11,8 +11,11 @@ from __future__ import annotations
 import _thread
 import asyncio
 import os
+import subprocess
 import sys
 import threading
+import warnings
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -192,3 +195,49 @@ def test_a_cpu_number_that_cannot_be_read_leaves_the_run_unpinned(
     assert _affinity.pin() is None
     assert _real() == MASK
     assert _affinity._usable is False
+
+
+_PRINT_MASK = "import os; print(sorted(os.sched_getaffinity(0)))"
+
+
+@needs_affinity
+def test_a_process_a_run_starts_has_the_mask_not_the_pin(tmp_path: Path) -> None:
+    seen: dict[str, Any] = {}
+    written = tmp_path / "system.txt"
+
+    def target() -> None:
+        seen["run"] = _real()
+        done = subprocess.run(
+            [sys.executable, "-c", _PRINT_MASK], capture_output=True, text=True, check=True
+        )
+        seen["subprocess"] = done.stdout.strip()
+        os.system(f'"{sys.executable}" -c "{_PRINT_MASK}" > "{written}"')
+        seen["after"] = _real()
+
+    assert interlace.explore(target, max_schedules=1).failure is None
+    assert len(seen["run"]) == 1
+    assert seen["subprocess"] == str(sorted(MASK))
+    assert written.read_text().strip() == str(sorted(MASK))
+    assert seen["after"] == seen["run"]  # and the run's thread is pinned again
+
+
+@needs_affinity
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_process_forked_during_a_run_has_the_mask_not_the_pin() -> None:
+    seen: dict[str, Any] = {}
+
+    def target() -> None:
+        read, write = os.pipe()
+        child = os.fork()
+        if child == 0:  # pragma: no cover (the child)
+            os.write(write, str(sorted(_real())).encode())
+            os._exit(0)
+        os.close(write)
+        seen["child"] = os.read(read, 1000).decode()
+        os.close(read)
+        os.waitpid(child, 0)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads, 3.12+
+        assert interlace.explore(target, max_schedules=1).failure is None
+    assert seen["child"] == str(sorted(MASK))

@@ -3,20 +3,24 @@
 Controlled threads run one at a time: each switch wakes one thread and parks another. On a
 multi-core Linux machine the kernel often wakes the next thread on another core, and when that
 core is busy (a second test process, a pytest-xdist worker) the woken thread waits for it.
-Measured on 2 cores: a file of thread explorations took 38 s alone and 64 s beside one busy
-core; with each run's threads on the CPU the run started on, 22 s either way.
+Measured on 2 cores (``benchmarks/threads_pinning.py``): a file of thread explorations took
+38 s alone and 76 s beside one busy core; with each run's threads on the CPU the run started
+on, 20 s and 25 s.
 
 So a run pins the thread that runs it to the CPU it is on (threads it starts inherit the
 mask), and gives the mask back when it ends. The code under test sees the affinity it had:
 ``os.sched_getaffinity`` reports the mask from before the pin, and so does
 ``os.process_cpu_count`` (3.13, which ``ThreadPoolExecutor`` sizes itself by) since it reads
 that function. A thread the run leaves behind (a C library's worker pool) gets the mask back
-too. Where the platform has no affinity (Windows, macOS) or refuses it, nothing changes.
+too, and so does a process the run starts (``subprocess``, ``multiprocessing``, ``os.fork``,
+``os.system``, ``os.posix_spawn``), which would otherwise inherit the pin for life. Where
+the platform has no affinity (Windows, macOS) or refuses it, nothing changes.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import Callable
 from typing import Any
@@ -138,7 +142,69 @@ def sched_getaffinity(pid: int, /) -> set[int]:
     return mask
 
 
+def _with_the_mask(call: Callable[..., Any]) -> Callable[..., Any]:
+    """``call`` (which starts a process) run with the calling thread's mask from before the
+    pin: a child process inherits the mask of the thread that starts it, and a child pinned
+    to one CPU would keep that for life (and tell ``nproc`` it has one CPU)."""
+
+    @functools.wraps(call)
+    def starts_a_process(*args: Any, **kwargs: Any) -> Any:
+        pinned = _pin
+        if pinned is None or _real_getaffinity is None or _real_setaffinity is None:
+            return call(*args, **kwargs)
+        try:
+            ours = _real_getaffinity(0) == {pinned.cpu}
+            if ours:
+                _real_setaffinity(0, pinned.mask)
+        except OSError:
+            ours = False
+        try:
+            return call(*args, **kwargs)
+        finally:
+            if ours:
+                with contextlib.suppress(OSError):
+                    _real_setaffinity(0, (pinned.cpu,))
+
+    return starts_a_process
+
+
+def forget_in_child() -> None:
+    """In a process forked during a run (``os.fork``, ``multiprocessing``'s fork): the
+    forking thread's mask from before the pin, and no pin."""
+    global _pin
+    pinned, _pin = _pin, None
+    if pinned is not None and _real_setaffinity is not None:
+        with contextlib.suppress(OSError):
+            _real_setaffinity(0, pinned.mask)
+
+
+def _process_starts() -> list[tuple[Any, str, Any]]:
+    """Where the standard library starts a process other than through ``os.fork``."""
+    starts: list[tuple[Any, str]] = [
+        (os, "system"),
+        (os, "posix_spawn"),
+        (os, "posix_spawnp"),
+    ]
+    try:
+        import _posixsubprocess  # multiprocessing's spawn and forkserver start methods
+    except ImportError:
+        pass
+    else:
+        starts.append((_posixsubprocess, "fork_exec"))
+    import subprocess
+
+    starts.append((subprocess, "_fork_exec"))  # imported from _posixsubprocess
+    return [
+        (owner, name, _with_the_mask(getattr(owner, name)))
+        for owner, name in starts
+        if callable(getattr(owner, name, None))
+    ]
+
+
 PATCHES: list[tuple[Any, str, Any]] = (
-    [(os, "sched_getaffinity", sched_getaffinity)] if _real_getaffinity is not None else []
+    [(os, "sched_getaffinity", sched_getaffinity), *_process_starts()]
+    if _real_getaffinity is not None and _real_setaffinity is not None
+    else []
 )
-"""What ``controlled_exploration`` installs: the code under test never sees the pin."""
+"""What ``controlled_exploration`` installs: the code under test never sees the pin, and a
+process it starts has the mask it would have had."""

@@ -2492,6 +2492,7 @@ def _forget_control_in_child() -> None:
     uncontrolled, as in a stock process. Before, the child's first schedule point waited
     for a baton no thread could pass, and the parent for the child."""
     global _baton
+    _affinity.forget_in_child()
     if _local.thread is None and _local.loop is None and _baton is None:
         return
     _local.thread = None
