@@ -183,7 +183,8 @@ def shrink(
                         changed = True
                         break
                 size //= 2
-            # Then without each deviation's entry, the later ones moving up a step.
+            # Then each deviation dropped so that the later ones still run the entries
+            # the failure needed: a step sooner, or in the step of the one before.
             for index in range(len(current)):
                 if not changed and attempt(_without_step(current, index)):
                     changed = True
