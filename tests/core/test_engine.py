@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from interlace._core.explorer import (
@@ -465,3 +465,92 @@ def test_a_report_says_what_it_was_shrunk_from_only_when_shrinking_took_steps_aw
     steps: int, shrunk_from: int, text: str
 ) -> None:
     assert _size(steps, shrunk_from) == text
+
+
+def _first_steps(actors: int, steps: int, check: Callable[[dict[str, int]], bool]) -> ToyBackend:
+    """Each actor notes the clock at its first step (``first<a>``); every step ticks it."""
+
+    def tick(actor: int) -> Op:
+        def op(state: dict[str, int]) -> None:
+            clock = state.get("clock", 0)
+            state.setdefault(f"first{actor}", clock)
+            state["clock"] = clock + 1
+
+        return op
+
+    return ToyBackend([[tick(a)] * steps for a in range(actors)], check)
+
+
+@given(
+    actors=st.integers(3, 9),
+    steps=st.integers(1, 2),
+    inversions=st.lists(
+        st.tuples(st.integers(0, 8), st.integers(0, 8)).filter(lambda p: p[0] < p[1]),
+        min_size=1,
+        max_size=3,
+        unique=True,
+    ),
+    seed=st.integers(0, 2**16),
+)
+def test_shrinking_any_failure_keeps_it_and_never_adds_deviations(
+    actors: int, steps: int, inversions: list[tuple[int, int]], seed: int
+) -> None:
+    # Fails when each pair's later actor started before its earlier one.
+    pairs = [(a, b) for a, b in inversions if b < actors]
+    assume(pairs)
+
+    def check(state: dict[str, int]) -> bool:
+        return all(state[f"first{b}"] < state[f"first{a}"] for a, b in pairs)
+
+    backend = _first_steps(actors, steps, check)
+    strategy = RandomWalkStrategy(seed=seed)
+    for _ in range(50):
+        found = backend.run(strategy.next_chooser())
+        if found.kind is not None:
+            break
+    else:
+        assume(False)
+    best, _ = shrink(backend, found, max_runs=200)
+    assert best.same_failure(found)
+    assert len(best.decisions) <= len(found.decisions)
+    again = backend.run(ReplayChooser(best.decisions, strict=True))
+    assert again.kind == "exception"
+    assert again.decisions == best.decisions
+
+
+class StockWhenEarlier:
+    """Fails with deviations at steps 5 and 9. Run a step earlier, the second one's choice is
+    what stock order does there (not a deviation), and the run still fails."""
+
+    settings = Settings(backend="asyncio")
+
+    def run(self, chooser: Chooser, *, record: bool = False) -> RunResult:
+        decisions: list[Decision] = []
+        at_eight = False
+        for step in range(1, 12):
+            choice = chooser.choose(step, [1, 2, 3], False)
+            if choice and step == 8:
+                at_eight = True
+            elif choice:
+                decisions.append(Decision(step, READY, choice, choice + 1))
+        steps = {d.step for d in decisions}
+        failed = 5 in steps and (9 in steps or at_eight)
+        return RunResult(
+            kind="exception" if failed else None,
+            exception=AssertionError() if failed else None,
+            detail="",
+            steps=11,
+            decisions=tuple(decisions),
+        )
+
+
+def test_moving_a_deviation_earlier_may_leave_fewer_deviations() -> None:
+    backend = StockWhenEarlier()
+    found = backend.run(
+        ReplayChooser([Decision(5, READY, 1, 2), Decision(9, READY, 1, 2)], strict=True)
+    )
+    assert found.kind == "exception"
+    # Before, shrinking read the moved deviation back by its index and raised IndexError.
+    best, _ = shrink(backend, found)
+    assert best.same_failure(found)
+    assert best.decisions == (Decision(5, READY, 1, 2),)

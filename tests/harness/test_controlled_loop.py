@@ -607,9 +607,8 @@ def test_shrinking_a_wide_failure_reaches_the_fewest_deviations_on_most_seeds() 
         shrunk.append(failure.deviations)
     # Dropping a deviation used to let the entries it kept back run at its step, and replay
     # later ones by index, not by task: 4, 6, 8, 3, 4, 3, 4, 6, 7, 5 deviations.
-    assert min(shrunk) == 3
-    assert sorted(shrunk)[7] == 3, shrunk  # at least 8 seeds of 10 at the minimum
-    assert max(shrunk) <= 5, shrunk
+    assert sorted(shrunk)[8] == 3, shrunk  # at least 9 seeds of 10 at the minimum
+    assert max(shrunk) <= 4, shrunk
 
 
 async def _raises_in_a_child_task() -> None:

@@ -132,6 +132,21 @@ def _without_pick(decisions: Sequence[Decision], index: int) -> list[Decision]:
     return trial
 
 
+def _pulled_forward(decisions: Sequence[Decision], index: int, later: int) -> list[Decision]:
+    """``decisions`` with deviation ``later``'s task or thread run at deviation ``index``'s
+    step instead of ``index``'s (one deviation fewer). For a replay ``by_actor``.
+
+    A failure that needs an entry run early may have got there by several deviations that
+    each keep the same entries back; running it at the first of them often makes the ones
+    between unnecessary, and the removal passes then drop them.
+    """
+    slot, moved = decisions[index], decisions[later]
+    trial = list(decisions)
+    trial[index] = Decision(slot.step, slot.kind, moved.choice, moved.actor)
+    del trial[later]
+    return trial
+
+
 def shrink(
     backend: Backend,
     found: RunResult,
@@ -191,6 +206,12 @@ def shrink(
             for index in range(len(current)):
                 if not changed and attempt(_without_pick(current, index)):
                     changed = True
+            # Then an entry a later deviation runs, run at an earlier deviation's step.
+            picks = [k for k, decision in enumerate(current) if decision.kind != TIMER]
+            for at, index in enumerate(picks):
+                for later in picks[at + 1 :]:
+                    if not changed and attempt(_pulled_forward(current, index, later)):
+                        changed = True
         # Take each remaining deviation's smallest option that still fails.
         for index in range(len(best.decisions)):
             if index >= len(best.decisions):
@@ -215,6 +236,8 @@ def shrink(
                 if not attempt(trial):
                     break
                 step -= 1
+                if index >= len(best.decisions) or best.decisions[index].step != step:
+                    break  # the run has fewer deviations now (this one became stock order)
                 decision = best.decisions[index]
 
     if best.decisions and attempt(()):
