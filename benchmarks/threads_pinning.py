@@ -8,7 +8,7 @@ another. Unpinned, the kernel often wakes the next thread on another core, and w
 is busy (a second test process, a pytest-xdist worker) the woken thread waits for it. Each
 run pins the thread that runs it to the CPU it is on (``interlace.harness._affinity``).
 
-Two explorations, each through ``interlace.explore``:
+Three explorations, each through ``interlace.explore``:
 
 * ``random walk``: 2 threads doing dict and list work under one lock (``threads_overhead.py``'s
   ``dict/list``, 2,000 iterations each), 10 schedules of the random walk: a uniformly random
@@ -16,6 +16,8 @@ Two explorations, each through ``interlace.explore``:
 * ``small tests``: what a test suite explores most: a short program (3 threads hand items
   through a ``queue.Queue`` and count them under a lock, waiting on an ``Event``), 200
   schedules of the default strategy.
+* ``tiny tests``: 2 threads each add to a counter under a lock, 1,000 schedules of the
+  default strategy (as ``tests/harness/thread_bugs``' fixed programs are explored).
 
 Columns, each the median over the repeats (taken in turns), in one process. The median, not
 the minimum: on a busy machine where the kernel wakes a thread is luck, and the minimum would
