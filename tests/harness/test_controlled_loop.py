@@ -611,6 +611,15 @@ def test_shrinking_a_wide_failure_reaches_the_fewest_deviations_on_most_seeds() 
     assert max(shrunk) <= 4, shrunk
 
 
+@pytest.mark.parametrize("seed", [19, 21, 37])
+def test_an_entry_pulled_forward_lets_the_later_deviations_come_a_step_sooner(seed: int) -> None:
+    # These seeds stopped at 4 deviations while a pulled-forward entry left the later
+    # deviations at their steps: one step too late, behind an entry the failure needs later.
+    failure = interlace.explore(_three_inversions, seed=seed, max_schedules=5000).failure
+    assert failure is not None
+    assert failure.deviations == 3
+
+
 async def _raises_in_a_child_task() -> None:
     async def inner() -> None:
         raise ValueError("boom")

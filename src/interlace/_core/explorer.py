@@ -132,17 +132,24 @@ def _without_pick(decisions: Sequence[Decision], index: int) -> list[Decision]:
     return trial
 
 
-def _pulled_forward(decisions: Sequence[Decision], index: int, later: int) -> list[Decision]:
+def _pulled_forward(
+    decisions: Sequence[Decision], index: int, later: int, *, sooner: bool
+) -> list[Decision]:
     """``decisions`` with deviation ``later``'s task or thread run at deviation ``index``'s
     step instead of ``index``'s (one deviation fewer). For a replay ``by_actor``.
 
     A failure that needs an entry run early may have got there by several deviations that
     each keep the same entries back; running it at the first of them often makes the ones
-    between unnecessary, and the removal passes then drop them.
+    between unnecessary, and the removal passes then drop them. With ``sooner`` the
+    deviations after ``later`` come a step sooner (the entry ``index`` ran no longer takes a
+    step before them), else they keep their steps.
     """
     slot, moved = decisions[index], decisions[later]
     trial = list(decisions)
     trial[index] = Decision(slot.step, slot.kind, moved.choice, moved.actor)
+    for k in range(later + 1, len(trial) if sooner else 0):
+        d = trial[k]
+        trial[k] = Decision(d.step - 1, d.kind, d.choice, d.actor)
     del trial[later]
     return trial
 
@@ -208,10 +215,12 @@ def shrink(
                     changed = True
             # Then an entry a later deviation runs, run at an earlier deviation's step.
             picks = [k for k, decision in enumerate(current) if decision.kind != TIMER]
-            for at, index in enumerate(picks):
-                for later in picks[at + 1 :]:
-                    if not changed and attempt(_pulled_forward(current, index, later)):
-                        changed = True
+            for sooner in (False, True):
+                for at, index in enumerate(picks):
+                    for later in picks[at + 1 :]:
+                        if changed:
+                            break
+                        changed = attempt(_pulled_forward(current, index, later, sooner=sooner))
         # Take each remaining deviation's smallest option that still fails.
         for index in range(len(best.decisions)):
             if index >= len(best.decisions):
