@@ -6,6 +6,7 @@ The engine knows nothing about asyncio or threads: it drives a backend through
 
 from __future__ import annotations
 
+import itertools
 import shlex
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -147,9 +148,10 @@ def _pulled_forward(
     slot, moved = decisions[index], decisions[later]
     trial = list(decisions)
     trial[index] = Decision(slot.step, slot.kind, moved.choice, moved.actor)
-    for k in range(later + 1, len(trial) if sooner else 0):
-        d = trial[k]
-        trial[k] = Decision(d.step - 1, d.kind, d.choice, d.actor)
+    if sooner:
+        for k in range(later + 1, len(trial)):
+            d = trial[k]
+            trial[k] = Decision(d.step - 1, d.kind, d.choice, d.actor)
     del trial[later]
     return trial
 
@@ -205,22 +207,24 @@ def shrink(
                         changed = True
                         break
                 size //= 2
+            if changed:
+                continue
             # Then each deviation dropped so that the later ones still run the entries
             # the failure needed: a step sooner, or in the step of the one before.
-            for index in range(len(current)):
-                if not changed and attempt(_without_step(current, index)):
-                    changed = True
-            for index in range(len(current)):
-                if not changed and attempt(_without_pick(current, index)):
-                    changed = True
+            drops = (
+                drop(current, index)
+                for drop in (_without_step, _without_pick)
+                for index in range(len(current))
+            )
             # Then an entry a later deviation runs, run at an earlier deviation's step.
             picks = [k for k, decision in enumerate(current) if decision.kind != TIMER]
-            for sooner in (False, True):
-                for at, index in enumerate(picks):
-                    for later in picks[at + 1 :]:
-                        if changed:
-                            break
-                        changed = attempt(_pulled_forward(current, index, later, sooner=sooner))
+            pulls = (
+                _pulled_forward(current, index, later, sooner=sooner)
+                for sooner in (False, True)
+                for at, index in enumerate(picks)
+                for later in picks[at + 1 :]
+            )
+            changed = any(attempt(trial) for trial in itertools.chain(drops, pulls))
         # Take each remaining deviation's smallest option that still fails.
         for index in range(len(best.decisions)):
             if index >= len(best.decisions):
