@@ -105,10 +105,20 @@ def _without_step(decisions: Sequence[Decision], index: int) -> list[Decision]:
     """
     dropped = decisions[index].step
     return [
-        d if d.step < dropped else Decision(d.step - 1, d.kind, d.choice, d.actor)
+        d if d.step < dropped else d._replace(step=d.step - 1)
         for k, d in enumerate(decisions)
         if k != index
     ]
+
+
+def _picks(decisions: Sequence[Decision]) -> list[int]:
+    """The indexes of the deviations that run a task or thread (not a timer choice)."""
+    return [k for k, decision in enumerate(decisions) if decision.kind != TIMER]
+
+
+def _in_slot(slot: Decision, moved: Decision) -> Decision:
+    """``moved``'s task or thread, run at ``slot``'s step."""
+    return slot._replace(choice=moved.choice, actor=moved.actor)
 
 
 def _without_pick(decisions: Sequence[Decision], index: int) -> list[Decision]:
@@ -121,14 +131,13 @@ def _without_pick(decisions: Sequence[Decision], index: int) -> list[Decision]:
     kept back stay kept back. Timer choices keep their steps. The result is meant for a
     replay ``by_actor``.
     """
-    picks = [k for k, decision in enumerate(decisions) if decision.kind != TIMER]
+    picks = _picks(decisions)
     if index not in picks:
         return [d for k, d in enumerate(decisions) if k != index]
     trial = list(decisions)
     at = picks.index(index)
     for here, after in zip(picks[at:], picks[at + 1 :], strict=False):
-        slot, moved = decisions[here], decisions[after]
-        trial[here] = Decision(slot.step, slot.kind, moved.choice, moved.actor)
+        trial[here] = _in_slot(decisions[here], decisions[after])
     del trial[picks[-1]]
     return trial
 
@@ -145,13 +154,10 @@ def _pulled_forward(
     deviations after ``later`` come a step sooner (the entry ``index`` ran no longer takes a
     step before them), else they keep their steps.
     """
-    slot, moved = decisions[index], decisions[later]
     trial = list(decisions)
-    trial[index] = Decision(slot.step, slot.kind, moved.choice, moved.actor)
+    trial[index] = _in_slot(decisions[index], decisions[later])
     if sooner:
-        for k in range(later + 1, len(trial)):
-            d = trial[k]
-            trial[k] = Decision(d.step - 1, d.kind, d.choice, d.actor)
+        trial[later + 1 :] = [d._replace(step=d.step - 1) for d in trial[later + 1 :]]
     del trial[later]
     return trial
 
@@ -217,7 +223,7 @@ def shrink(
                 for index in range(len(current))
             )
             # Then an entry a later deviation runs, run at an earlier deviation's step.
-            picks = [k for k, decision in enumerate(current) if decision.kind != TIMER]
+            picks = _picks(current)
             pulls = (
                 _pulled_forward(current, index, later, sooner=sooner)
                 for sooner in (False, True)
@@ -233,7 +239,7 @@ def shrink(
             for choice in range(1, decision.choice):
                 trial = list(best.decisions)
                 # No actor: the option at ``choice``, whichever entry that is.
-                trial[index] = Decision(decision.step, decision.kind, choice, -1)
+                trial[index] = decision._replace(choice=choice, actor=-1)
                 if attempt(trial):
                     break
         # Fewer steps: try each deviation earlier (the failure may then come sooner).

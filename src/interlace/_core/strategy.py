@@ -137,8 +137,12 @@ class ReplayChooser(Chooser):
         decision = self._take(step, READY)
         if decision is None:
             return 0
-        picks_entry = decision.choice < len(actors)  # not the clock's advance
-        if self.by_actor and picks_entry and decision.actor >= 0 and decision.actor in actors:
+        if (
+            self.by_actor
+            and decision.choice < len(actors)  # an entry, not the clock's advance
+            and decision.actor >= 0
+            and decision.actor in actors
+        ):
             return actors.index(decision.actor)
         limit = len(actors) + (1 if can_advance else 0)
         if decision.choice >= limit:

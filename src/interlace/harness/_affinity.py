@@ -150,8 +150,10 @@ def _with_the_mask(call: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(call)
     def starts_a_process(*args: Any, **kwargs: Any) -> Any:
         pinned = _pin
-        if pinned is None or _real_getaffinity is None or _real_setaffinity is None:
+        if pinned is None:
             return call(*args, **kwargs)
+        assert _real_getaffinity is not None  # a pin was made with them
+        assert _real_setaffinity is not None
         try:
             ours = _real_getaffinity(0) == {pinned.cpu}
             if ours:
