@@ -237,25 +237,37 @@ def test_a_ctrl_c_outside_the_tests_code_is_placed_at_the_innermost_frame_a_runn
     # the innermost outside interlace that pytest would show, skipping __tracebackhide__.
     package = os.path.dirname(os.path.abspath(_interrupt.__file__))
     engine = compile(
-        "import sys\ndef engine(where):\n    where.append(sys._getframe())\n",
+        "import sys\ndef engine(where, called):\n    where.append(sys._getframe())\n"
+        "    called(where)\n",
         os.path.join(package, "engine_of_the_test.py"),
         "exec",
     )
+    # Code the engine calls, where the signal may land too (CI saw ``<frozen abc>:117``).
+    called = compile(
+        "import sys\ndef called(where):\n    where.append(sys._getframe())\n",
+        "<frozen abc>",
+        "exec",
+    )
     library = compile(
-        "def hidden(engine, where):\n    __tracebackhide__ = True\n    engine(where)\n",
+        "def hidden(engine, where, called):\n    __tracebackhide__ = True\n"
+        "    engine(where, called)\n",
         os.path.join(os.sep, "lib", "site-packages", "runner_of_the_test.py"),
         "exec",
     )
     names: dict[str, Any] = {}
     exec(engine, names)
     exec(library, names)
+    exec(called, names)
     frames: list[FrameType] = []
-    thread = threading.Thread(target=names["hidden"], args=(names["engine"], frames))
+    thread = threading.Thread(
+        target=names["hidden"], args=(names["engine"], frames, names["called"])
+    )
     thread.start()
     thread.join()
-    where = _interrupt._where(frames[0])
-    assert where is not None
-    frame, _, line = where
-    assert frame.f_code.co_filename == threading.__file__
-    assert frame.f_code.co_name == "run"
-    assert line == frame.f_lineno
+    for innermost in frames:  # in the engine, and in what the engine called
+        where = _interrupt._where(innermost)
+        assert where is not None
+        frame, _, line = where
+        assert frame.f_code.co_filename == threading.__file__
+        assert frame.f_code.co_name == "run"
+        assert line == frame.f_lineno

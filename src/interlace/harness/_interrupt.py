@@ -195,19 +195,29 @@ def _handler(signum: int, frame: FrameType | None) -> None:
         raise _interrupt()
 
 
+def _in_package(frame: FrameType) -> bool:
+    return os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE)
+
+
 def _where(frame: FrameType | None) -> tuple[FrameType, int, int] | None:
     """The frame a Ctrl-C that came in ``frame`` is reported at, with its instruction and
     line: the innermost of the test's code; or else (between runs, or while the main thread
     waits for the others) the innermost outside interlace that a test runner shows (pytest
     hides a frame with ``__tracebackhide__``): the line that called ``explore``, or pytest's
-    call of the test."""
+    call of the test. Code interlace called (``isinstance`` in ``<frozen abc>``) is passed
+    over with interlace: the search starts from interlace's outermost frame."""
     from interlace.harness._instrument import user_frame
 
     at = user_frame(frame)
     if at is None:
         at = frame
+        outer = frame
+        while outer is not None:
+            if _in_package(outer):
+                at = outer
+            outer = outer.f_back
         while at is not None and (
-            os.path.abspath(at.f_code.co_filename).startswith(_PACKAGE)
+            _in_package(at)
             or at.f_locals.get("__tracebackhide__")
             or at.f_globals.get("__tracebackhide__")
         ):
