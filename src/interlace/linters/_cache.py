@@ -25,7 +25,7 @@ from dataclasses import astuple
 from pathlib import Path
 from typing import Any
 
-from interlace.linters._engine import FileError, FileResult, Finding, RelatedLocation
+from interlace.linters._engine import FileError, FileResult, Finding, RelatedLocation, Span
 from interlace.linters._noqa import NoqaEdit
 
 __all__ = ("CACHE_DIR", "ResultCache", "content_key")
@@ -59,17 +59,37 @@ def _encode(result: FileResult) -> dict[str, Any]:
                 f.column,
                 f.end_row,
                 f.end_column,
-                [[r.row, r.column, r.end_row, r.end_column, r.message] for r in f.related],
+                [
+                    [r.row, r.column, r.end_row, r.end_column, r.message, r.cell, _list(r.raw_span)]
+                    for r in f.related
+                ],
                 f.source_line,
                 [[row, text] for row, text in f.context],
                 None if f.fix is None else list(astuple(f.fix)),
+                f.cell,
+                _list(f.raw_span),
             ]
             for f in result.findings
         ],
-        "e": [[e.row, e.column, e.message, e.kind] for e in result.errors],
+        "e": [
+            [e.row, e.column, e.message, e.kind, e.cell, _list(e.raw_position)]
+            for e in result.errors
+        ],
         "n": result.lines,
         "p": result.parsed,
     }
+
+
+def _list(values: tuple[int, ...] | None) -> list[int] | None:
+    return None if values is None else list(values)
+
+
+def _is_cell(value: object) -> bool:
+    return value is None or (_is_int(value) and value > 0)  # type: ignore[operator]
+
+
+def _is_raw(value: object, size: int) -> bool:
+    return value is None or (isinstance(value, list) and len(value) == size and _is_span(value))
 
 
 def _is_int(value: object) -> bool:
@@ -81,19 +101,23 @@ def _is_span(values: list[Any]) -> bool:
 
 
 def _is_finding(row: object) -> bool:
-    if not (isinstance(row, list) and len(row) == 10):
+    if not (isinstance(row, list) and len(row) == 12):
         return False
-    code, message, *span, related, source_line, context, fix = row
+    code, message, *span, related, source_line, context, fix, cell, raw = row
     return (
-        isinstance(code, str)
+        _is_cell(cell)
+        and _is_raw(raw, 4)
+        and isinstance(code, str)
         and isinstance(message, str)
         and _is_span(span)
         and isinstance(related, list)
         and all(
             isinstance(rel, list)
-            and len(rel) == 5
+            and len(rel) == 7
             and _is_span(rel[:4])
             and isinstance(rel[4], str)
+            and _is_cell(rel[5])
+            and _is_raw(rel[6], 4)
             for rel in related
         )
         and isinstance(source_line, str)
@@ -121,9 +145,11 @@ def _is_finding(row: object) -> bool:
 def _is_error(row: object) -> bool:
     return (
         isinstance(row, list)
-        and len(row) == 4
+        and len(row) == 6
         and _is_span(row[:2])
-        and all(isinstance(v, str) for v in row[2:])
+        and all(isinstance(v, str) for v in row[2:4])
+        and _is_cell(row[4])
+        and _is_raw(row[5], 2)
     )
 
 
@@ -142,27 +168,57 @@ def _is_entry(entry: object) -> bool:
     )
 
 
-def _decode(entry: dict[str, Any], filename: str) -> FileResult:
-    findings = tuple(
-        Finding(
-            code,
-            message,
-            filename,
-            row,
-            column,
-            end_row,
-            end_column,
-            tuple(RelatedLocation(*rel) for rel in related),
-            source_line,
-            tuple((line, text) for line, text in context),
-            None if fix is None else NoqaEdit(*fix),
-        )
-        for code, message, row, column, end_row, end_column, related, source_line, context, fix in (
-            entry["f"]
-        )
+def _finding(row: list[Any], filename: str) -> Finding:
+    code, message, line, column, end_row, end_column, related, source_line, context, fix = row[:10]
+    cell, raw = row[10:]
+    return Finding(
+        code,
+        message,
+        filename,
+        line,
+        column,
+        end_row,
+        end_column,
+        tuple(
+            RelatedLocation(
+                rel[0],
+                rel[1],
+                rel[2],
+                rel[3],
+                rel[4],
+                rel[5],
+                None if rel[6] is None else _span(rel[6]),
+            )
+            for rel in related
+        ),
+        source_line,
+        tuple((number, text) for number, text in context),
+        None if fix is None else NoqaEdit(*fix),
+        cell,
+        None if raw is None else _span(raw),
     )
-    errors = tuple(FileError(filename, *err) for err in entry["e"])
+
+
+def _decode(entry: dict[str, Any], filename: str) -> FileResult:
+    findings = tuple(_finding(row, filename) for row in entry["f"])
+    errors = tuple(
+        FileError(
+            filename,
+            err[0],
+            err[1],
+            err[2],
+            err[3],
+            err[4],
+            None if err[5] is None else (err[5][0], err[5][1]),
+        )
+        for err in entry["e"]
+    )
     return FileResult(filename, findings, errors, entry["n"], entry["p"], cached=True)
+
+
+def _span(values: list[int]) -> Span:
+    row, column, end_row, end_column = values
+    return row, column, end_row, end_column
 
 
 def _runtime() -> str:

@@ -43,6 +43,7 @@ __all__ = (
     "FileResult",
     "Finding",
     "RelatedLocation",
+    "Span",
     "active_rules",
     "lint_source",
     "span_rows",
@@ -55,6 +56,9 @@ SPAN_LINES = 8
 """The most lines of a reported span the text output shows; a longer one shows its first and
 last lines around a fold."""
 
+Span = tuple[int, int, int, int]
+"""``(row, column, end_row, end_column)``, 1-based."""
+
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
 """What ends a physical line for Python's tokenizer and libcst, hence for a finding's row.
 ``str.splitlines`` also splits at form feeds, U+2028 and other characters that Python treats as
@@ -65,7 +69,9 @@ ordinary text, which would shift every later row."""
 class RelatedLocation:
     """A secondary location of a finding (the check, the suspension point, the act).
 
-    Rows are 1-based; columns are 1-based, as in ruff's JSON and SARIF.
+    Rows are 1-based; columns are 1-based, as in ruff's JSON and SARIF. In a notebook, rows
+    count the lines of cell ``cell``, and ``raw_span`` is where the location is in the
+    notebook file itself (see :class:`Finding`).
     """
 
     row: int
@@ -73,6 +79,8 @@ class RelatedLocation:
     end_row: int
     end_column: int
     message: str
+    cell: int | None = None
+    raw_span: Span | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +97,12 @@ class Finding:
         context: the ``(row, text)`` lines the text output shows: those of the reported and
             the related locations, each with ``CONTEXT_LINES`` lines around it.
         fix: the edit that fixes the finding (``--fix``), or ``None``; only IL001's have one.
+        cell: in a Jupyter notebook, the cell the finding is in (1-based, counting every
+            cell, as Jupyter and ruff number them); its rows then count that cell's lines,
+            and ``context`` holds lines of that cell only. ``None`` in a Python file.
+        raw_span: in a notebook, the span in the ``.ipynb`` file itself (its JSON text), for
+            the formats that place a finding in the file (SARIF, GitHub annotations); columns
+            count the characters of that text, escapes included. ``None`` in a Python file.
     """
 
     code: str
@@ -102,6 +116,8 @@ class Finding:
     source_line: str = ""
     context: tuple[tuple[int, str], ...] = ()
     fix: NoqaEdit | None = None
+    cell: int | None = None
+    raw_span: Span | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +127,11 @@ class FileError:
     ``kind`` is ``"syntax"`` (the file does not parse or decode), ``"io"`` (it cannot be read),
     ``"limit"`` (valid code nested too deeply for the linter) or ``"internal"`` (a rule raised:
     a bug in interlace; the other rules' findings still count).
+
+    In a notebook, ``row`` counts the lines of cell ``cell`` when the error is in a cell's
+    code, and ``raw_position`` is the ``(row, column)`` in the ``.ipynb`` file itself (as
+    :attr:`Finding.raw_span`); an error in the notebook's JSON has no cell, and its row and
+    column are already the file's.
     """
 
     filename: str
@@ -118,6 +139,8 @@ class FileError:
     column: int
     message: str
     kind: str
+    cell: int | None = None
+    raw_position: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,18 @@
 """Output formats: text (ruff's full format), concise, JSON and JSON Lines (ruff's field names),
 SARIF 2.1.0, GitHub workflow annotations, GitLab's Code Quality report, and ruff's JUnit XML,
-pylint, Azure Pipelines, grouped and reviewdog (rdjson) formats."""
+pylint, Azure Pipelines, grouped and reviewdog (rdjson) formats.
+
+A finding in a Jupyter notebook has a cell and rows that count that cell's lines (see
+:class:`Finding`), and each format shows it where its reader looks:
+
+- the formats a human reads (text, concise, grouped) say ``path:cell N:row:col``, as ruff does;
+- JSON and JSON Lines keep ruff's cell-relative locations and carry the cell in ``cell``;
+- the formats a machine places in the file (SARIF, GitHub, GitLab, Azure, rdjson, JUnit,
+  pylint) place it by its span in the ``.ipynb`` text (``raw_span``), where the cell's rows
+  mean nothing, and name the cell location in the message that a human reads there.
+
+A Python file's output is the same as before notebooks were linted.
+"""
 
 from __future__ import annotations
 
@@ -12,10 +24,10 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import quote, unquote
 
-from interlace.linters._engine import FileError, Finding, RelatedLocation, span_rows
+from interlace.linters._engine import FileError, Finding, RelatedLocation, Span, span_rows
 from interlace.linters._files import repository_root
 from interlace.linters._rule import Rule
 
@@ -24,7 +36,9 @@ if TYPE_CHECKING:
 
 __all__ = (
     "ERROR_NAMES",
+    "FALLBACK_SPAN",
     "FORMATS",
+    "error_place",
     "escape_azure",
     "escape_github_data",
     "escape_github_property",
@@ -75,6 +89,74 @@ JSON output (ruff's own names where it has the diagnostic)."""
 
 TAB = "    "
 """What a tab shows as in the text output, as in ruff."""
+
+FALLBACK_SPAN: Span = (1, 1, 1, 1)
+"""Where the formats that place a finding in the file put a notebook location whose place in
+the ``.ipynb`` text is unknown: the file's start, clearly not the finding's own place (ruff puts
+every notebook finding there in those formats)."""
+
+
+class _Located(Protocol):
+    """A finding, a related location or an :class:`_Entry`: a span, and in a notebook its cell
+    and its span in the ``.ipynb`` text."""
+
+    @property
+    def row(self) -> int: ...
+    @property
+    def column(self) -> int: ...
+    @property
+    def end_row(self) -> int: ...
+    @property
+    def end_column(self) -> int: ...
+    @property
+    def cell(self) -> int | None: ...
+    @property
+    def raw_span(self) -> Span | None: ...
+
+
+def _place(row: int, column: int, cell: int | None) -> str:
+    """A location as a human reads it: ``row:col``, or in a notebook ruff's ``cell N:row:col``
+    (the rows count the cell's lines, as Jupyter shows them)."""
+    return f"{row}:{column}" if cell is None else f"cell {cell}:{row}:{column}"
+
+
+def _label(loc: _Located) -> str:
+    """The start of ``loc`` as a human reads it (:func:`_place`)."""
+    return _place(loc.row, loc.column, loc.cell)
+
+
+def _file_span(loc: _Located) -> Span:
+    """Where ``loc`` is in the file that was read, for the formats a machine places in it: its
+    own span in a Python file; in a notebook its span in the ``.ipynb`` text, where the cell's
+    rows would point at the wrong lines, or ``FALLBACK_SPAN`` when that is unknown."""
+    if loc.raw_span is not None:
+        return loc.raw_span
+    if loc.cell is None:
+        return loc.row, loc.column, loc.end_row, loc.end_column
+    return FALLBACK_SPAN
+
+
+def _in_cell(loc: _Located, message: str, path: str = "") -> str:
+    """``message`` for a format that places ``loc`` by :func:`_file_span`: in a notebook it
+    starts with ``cell N:row:col:`` (after ``path:`` if given), since the line it is shown at
+    is a line of the notebook's JSON, not what the reader sees in Jupyter. Unchanged in a
+    Python file."""
+    return message if loc.cell is None else f"{path}{_label(loc)}: {message}"
+
+
+def _related_lines(path: str, related: Iterable[RelatedLocation]) -> str:
+    """The related locations as the lines that follow a message in the logging commands of
+    GitHub and Azure: ``path:row:col: message`` each (``path:cell N:row:col:`` in a notebook)."""
+    return "".join(f"\n{path}:{_label(r)}: {r.message}" for r in related)
+
+
+def error_place(error: FileError) -> str:
+    """Where a file that could not be linted is said to be on the command line: ``path:row:col``
+    (``path:cell N:row:col`` for an error in a notebook's cell), or the path alone for an
+    error without a position (a file that cannot be read)."""
+    if not error.row:
+        return error.filename
+    return f"{error.filename}:{_place(error.row, error.column, error.cell)}"
 
 
 def message_parts(message: str) -> tuple[str, str, str]:
@@ -151,12 +233,14 @@ def _snippet(f: Finding) -> list[str]:
     """The source lines of ``f`` in ruff's layout: ``^`` under the reported span (drawn down
     the margin when it spans lines), ``-`` under the first line of each related location with
     its message, a few lines of context, and one section per stretch of consecutive lines,
-    the reported one first."""
+    the reported one first. A related location in another cell of a notebook is not drawn
+    (the lines are the finding's cell's): :func:`_notes` names it."""
     lines = dict(f.context) or {f.row: f.source_line}
     spanned = span_rows(f.row, f.end_row) if f.end_row > f.row else []
     marks: dict[int, list[tuple[int, str]]] = {}  # row -> (column, marker line) by column
     located: dict[int, int] = {}  # row -> the column of the first location marked on it
-    for rel in sorted(f.related, key=lambda r: (r.row, r.column)):
+    drawn = (rel for rel in f.related if rel.cell == f.cell)
+    for rel in sorted(drawn, key=lambda r: (r.row, r.column)):
         text = lines.setdefault(rel.row, "")
         end_column = rel.end_column if rel.end_row == rel.row else None
         marks.setdefault(rel.row, []).append(
@@ -180,9 +264,8 @@ def _snippet(f: Finding) -> list[str]:
         first = f.row if index == 0 else min(r for r in section if r in located)
         if index and out[-1] != f"{gutter} |":
             out.append(f"{gutter} |")
-        out.append(
-            f"{gutter}{'-->' if index == 0 else ':::'} {f.filename}:{first}:{located[first]}"
-        )
+        place = _place(first, located[first], f.cell)
+        out.append(f"{gutter}{'-->' if index == 0 else ':::'} {f.filename}:{place}")
         out.append(f"{gutter} |")
         margin = bool(spanned) and f.row in section
         for row in section:
@@ -208,17 +291,29 @@ def _snippet(f: Finding) -> list[str]:
     return out
 
 
+def _notes(f: Finding) -> list[str]:
+    """A ``note: cell M:row:col: message`` line for each related location of ``f`` in another
+    cell of its notebook than ``f``'s, which its snippet cannot show (rare: a suspension point
+    in a function defined in another cell)."""
+    return [f"note: {_label(rel)}: {rel.message}" for rel in f.related if rel.cell != f.cell]
+
+
 def format_text(findings: Sequence[Finding]) -> str:
     """Render findings in ruff's full format: ``CODE <what>``, the location, the code with
     ``^`` under the reported span and ``-`` under each related location (the check, the
     suspension point, the act) with its message, then ``info: <why>`` and
     ``help: <instead>``; a blank line after each, as ruff does. A fixable finding's code is
-    followed by ``[*]``, as in ruff."""
+    followed by ``[*]``, as in ruff.
+
+    In a notebook, locations read ``path:cell N:row:col`` and the gutter numbers the cell's
+    lines, as ruff shows them; a related location in another cell follows the snippet as a
+    ``note:`` line."""
     out: list[str] = []
     for f in findings:
         what, why, instead = message_parts(f.message)
         out.append(f"{f.code} {'[*] ' if f.fix is not None else ''}{what}")
         out.extend(_snippet(f))
+        out.extend(_notes(f))
         if why:
             out.append(f"info: {why}")
         if instead:
@@ -228,8 +323,9 @@ def format_text(findings: Sequence[Finding]) -> str:
 
 
 def format_concise(findings: Sequence[Finding]) -> str:
-    """One ``file:row:col: CODE message`` line per finding."""
-    return "".join(f"{f.filename}:{f.row}:{f.column}: {f.code} {f.message}\n" for f in findings)
+    """One ``file:row:col: CODE message`` line per finding (``file:cell N:row:col:`` in a
+    notebook, as ruff's)."""
+    return "".join(f"{f.filename}:{_label(f)}: {f.code} {f.message}\n" for f in findings)
 
 
 def _location(row: int, column: int) -> dict[str, int]:
@@ -278,12 +374,25 @@ def _error_start(error: FileError) -> tuple[int, int]:
     return max(error.row, 1), max(error.column, 1)
 
 
+def _json_related(r: RelatedLocation) -> dict[str, Any]:
+    """A related location in ``--format json``; in a notebook with its ``cell``, which may not
+    be the finding's (a Python file's has no such field, as before notebooks)."""
+    item: dict[str, Any] = {
+        "message": r.message,
+        "location": _location(r.row, r.column),
+        "end_location": _location(r.end_row, r.end_column),
+    }
+    if r.cell is not None:
+        item["cell"] = r.cell
+    return item
+
+
 def _json_items(findings: Sequence[Finding], errors: Sequence[FileError]) -> list[dict[str, Any]]:
     """The objects of ``--format json`` (see :func:`format_json`)."""
     names = _rule_names()
     items: list[dict[str, Any]] = [
         {
-            "cell": None,
+            "cell": f.cell,
             "code": f.code,
             "end_location": _location(f.end_row, f.end_column),
             "filename": _json_filename(f.filename),
@@ -294,14 +403,7 @@ def _json_items(findings: Sequence[Finding], errors: Sequence[FileError]) -> lis
             "noqa_row": f.row,
             "severity": "error",
             "url": None,
-            "related": [
-                {
-                    "message": r.message,
-                    "location": _location(r.row, r.column),
-                    "end_location": _location(r.end_row, r.end_column),
-                }
-                for r in f.related
-            ],
+            "related": [_json_related(r) for r in f.related],
         }
         for f in findings
     ]
@@ -310,7 +412,7 @@ def _json_items(findings: Sequence[Finding], errors: Sequence[FileError]) -> lis
         where = _location(*_error_start(e))
         items.append(
             {
-                "cell": None,
+                "cell": e.cell,
                 "code": name,
                 "end_location": where,
                 "filename": _json_filename(e.filename),
@@ -335,6 +437,10 @@ def format_json(findings: Sequence[Finding], errors: Sequence[FileError] = ()) -
     ``ERROR_NAMES``, ``noqa_row`` ``null`` (a directive cannot suppress it) and no ``related``.
     ``fix`` is ruff's ``{applicability, edits, message}`` for a fixable finding (IL001), else
     ``null``.
+
+    In a notebook, as in ruff's, ``cell`` is the cell's number and every row (``location``,
+    ``end_location``, ``noqa_row``, the fix's edits) counts that cell's lines; a related
+    location has its own ``cell``. A file error in a cell has its ``cell`` too.
     """
     return json.dumps(_json_items(findings, errors), indent=2) + "\n"
 
@@ -416,7 +522,9 @@ def _physical(uri: str, row: int, column: int, end_row: int, end_column: int) ->
 
 def _fingerprints(findings: Sequence[Finding], uris: Sequence[str]) -> list[str]:
     # Stable under line moves: the code, the file and the stripped text of the reported line,
-    # plus an occurrence counter for identical lines in the same file.
+    # plus an occurrence counter for identical lines in the same file. In a notebook the line
+    # is the cell's and the cell number is left out, so inserting a cell above moves no alert;
+    # the counter keeps two findings on identical lines in two cells apart.
     seen: Counter[str] = Counter()
     prints = []
     for f, uri in zip(findings, uris, strict=True):
@@ -427,6 +535,12 @@ def _fingerprints(findings: Sequence[Finding], uris: Sequence[str]) -> list[str]
         seen[digest] += 1
         prints.append(f"{digest}:{seen[digest]}")
     return prints
+
+
+def _sarif_cell(loc: _Located) -> dict[str, Any]:
+    """The ``properties`` bag that names the notebook cell of ``loc``; nothing in a Python
+    file."""
+    return {} if loc.cell is None else {"properties": {"cell": loc.cell}}
 
 
 def format_sarif(
@@ -443,6 +557,11 @@ def format_sarif(
     itself: GitHub resolves a relative URI against the repository, wherever the configuration
     is. URIs are relative to it and percent-encoded; every rule carries its help; related
     locations are kept; ``partialFingerprints`` survive line moves.
+
+    In a notebook, regions are the spans in the ``.ipynb`` text (GitHub shows that file), each
+    message starts with the ``cell N:row:col`` a reader finds in Jupyter, and the result, each
+    related location and each notification of an error in a cell carry ``cell`` in their
+    ``properties``.
     """
     resolved = root.resolve()
     base = repository_root(resolved) or resolved
@@ -453,9 +572,10 @@ def format_sarif(
         result: dict[str, Any] = {
             "ruleId": f.code,
             "level": "error",
-            "message": {"text": f.message},
-            "locations": [_physical(uri, f.row, f.column, f.end_row, f.end_column)],
+            "message": {"text": _in_cell(f, f.message)},
+            "locations": [_physical(uri, *_file_span(f))],
             "partialFingerprints": {"interlaceFindingHash/v1": fingerprint},
+            **_sarif_cell(f),
         }
         if f.code in index:
             result["ruleIndex"] = index[f.code]
@@ -463,23 +583,25 @@ def format_sarif(
             result["relatedLocations"] = [
                 {
                     "id": i,
-                    **_physical(uri, r.row, r.column, r.end_row, r.end_column),
-                    "message": {"text": r.message},
+                    **_physical(uri, *_file_span(r)),
+                    "message": {"text": _in_cell(r, r.message)},
+                    **_sarif_cell(r),
                 }
                 for i, r in enumerate(f.related, start=1)
             ]
         results.append(result)
-    notifications = [
-        {
-            "level": "error",
-            "message": {"text": e.message},
-            "locations": [
-                _physical(_relative_uri(e.filename, base), e.row, e.column, e.row, e.column)
-            ],
-            "descriptor": {"id": f"interlace/{e.kind}"},
-        }
-        for e in errors
-    ]
+    notifications = []
+    for e in errors:
+        entry = _error_entry(e)
+        notifications.append(
+            {
+                "level": "error",
+                "message": {"text": _in_cell(entry, e.message)},
+                "locations": [_physical(_relative_uri(e.filename, base), *_file_span(entry))],
+                "descriptor": {"id": f"interlace/{e.kind}"},
+                **_sarif_cell(entry),
+            }
+        )
     driver_rules = [
         {
             "id": rule.code,
@@ -548,39 +670,47 @@ def _github_paths(filenames: Iterable[str]) -> dict[str, str]:
 
 
 def format_github(findings: Sequence[Finding]) -> str:
-    """GitHub Actions ``::error`` workflow commands, one per finding, with repository paths."""
+    """GitHub Actions ``::error`` workflow commands, one per finding, with repository paths.
+
+    In a notebook, the annotation is placed at the finding's span in the ``.ipynb`` text
+    (GitHub shows that file's lines), and the message starts with ``path:cell N:row:col:``."""
     paths = _github_paths(f.filename for f in findings)
     out = []
     for f in findings:
         path = paths[f.filename]
+        row, column, end_row, end_column = _file_span(f)
         props = ",".join(
             f"{key}={escape_github_property(str(value))}"
             for key, value in (
                 ("file", path),
-                ("line", f.row),
-                ("col", f.column),
-                ("endLine", f.end_row),
-                ("endColumn", f.end_column),
+                ("line", row),
+                ("col", column),
+                ("endLine", end_row),
+                ("endColumn", end_column),
                 ("title", f.code),
             )
         )
-        message = f.message + "".join(
-            f"\n{path}:{r.row}:{r.column}: {r.message}" for r in f.related
-        )
+        message = _in_cell(f, f.message, f"{path}:") + _related_lines(path, f.related)
         out.append(f"::error {props}::{escape_github_data(message)}\n")
     return "".join(out)
 
 
 def format_github_errors(errors: Sequence[FileError]) -> str:
-    """GitHub ``::error`` commands for files that could not be linted (parse, I/O, internal)."""
+    """GitHub ``::error`` commands for files that could not be linted (parse, I/O, internal);
+    an error in a notebook's cell is placed and named as :func:`format_github` does a finding.
+    """
     paths = _github_paths(e.filename for e in errors)
     out = []
     for e in errors:
-        props = [("file", paths[e.filename]), ("title", f"interlace {e.kind} error")]
+        path = paths[e.filename]
+        entry = _error_entry(e)
+        props = [("file", path), ("title", f"interlace {e.kind} error")]
         if e.row:
-            props[1:1] = [("line", str(e.row)), ("col", str(e.column))]
+            row, column, _, _ = _file_span(entry)
+            props[1:1] = [("line", str(row)), ("col", str(column))]
         rendered = ",".join(f"{k}={escape_github_property(v)}" for k, v in props)
-        out.append(f"::error {rendered}::{escape_github_data(e.message)}\n")
+        message = _in_cell(entry, e.message, f"{path}:")
+        out.append(f"::error {rendered}::{escape_github_data(message)}\n")
     return "".join(out)
 
 
@@ -621,19 +751,24 @@ def format_gitlab(findings: Sequence[Finding], errors: Sequence[FileError] = ())
     Findings are ``major``, as in ruff; a file that could not be linted is ``critical``, with
     the ``code`` of ``ERROR_NAMES``. The fingerprints are SARIF's (code, path and the text of
     the line, so they survive the line moving), which GitLab needs to tell new issues from old.
+
+    In a notebook, positions are the spans in the ``.ipynb`` text and the description names
+    the ``cell N:row:col``, as SARIF's message.
     """
     base = Path(os.environ.get("CI_PROJECT_DIR") or os.getcwd()).resolve()
     paths = [_gitlab_path(f.filename, base) for f in findings]
     issues = []
     for f, path, fingerprint in zip(findings, paths, _fingerprints(findings, paths), strict=True):
-        span = (f.row, f.column, f.end_row, f.end_column)
-        issue = _gitlab_issue(f.code, f"{f.code}: {f.message}", "major", path, span)
+        description = f"{f.code}: {_in_cell(f, f.message)}"
+        issue = _gitlab_issue(f.code, description, "major", path, _file_span(f))
         issue["fingerprint"] = fingerprint
         issues.append(issue)
     for e in errors:
         path = _gitlab_path(e.filename, base)
         name = ERROR_NAMES.get(e.kind, ERROR_NAMES["internal"])
-        issue = _gitlab_issue(name, f"{name}: {e.message}", "critical", path, (e.row, e.column) * 2)
+        entry = _error_entry(e)
+        description = f"{name}: {_in_cell(entry, e.message)}"
+        issue = _gitlab_issue(name, description, "critical", path, _file_span(entry))
         digest = hashlib.sha256("\0".join((name, path, e.message)).encode()).hexdigest()[:32]
         issue["fingerprint"] = digest
         issues.append(issue)
@@ -654,6 +789,8 @@ class _Entry:
         fix: the finding's edit (IL001), or ``None``.
         error: whether this is a file that could not be linted (ruff's diagnostics without a
             rule code, such as ``invalid-syntax``).
+        cell, raw_span: in a notebook, the cell (whose lines the rows count) and the span in
+            the ``.ipynb`` text, as in :class:`Finding`; a file error's ``raw_position``, empty.
     """
 
     filename: str
@@ -666,6 +803,26 @@ class _Entry:
     related: tuple[RelatedLocation, ...] = ()
     fix: NoqaEdit | None = None
     error: bool = False
+    cell: int | None = None
+    raw_span: Span | None = None
+
+
+def _error_entry(e: FileError) -> _Entry:
+    """A file that could not be linted as an entry: at its position (:func:`_error_start`)."""
+    row, column = _error_start(e)
+    raw = None if e.raw_position is None else (*e.raw_position, *e.raw_position)
+    return _Entry(
+        e.filename,
+        row,
+        column,
+        row,
+        column,
+        _error_name(e),
+        e.message,
+        error=True,
+        cell=e.cell,
+        raw_span=raw,
+    )
 
 
 def _entries(findings: Sequence[Finding], errors: Sequence[FileError]) -> list[_Entry]:
@@ -681,14 +838,12 @@ def _entries(findings: Sequence[Finding], errors: Sequence[FileError]) -> list[_
             f.message,
             related=f.related,
             fix=f.fix,
+            cell=f.cell,
+            raw_span=f.raw_span,
         )
         for f in findings
     ]
-    for e in errors:
-        row, column = _error_start(e)
-        entries.append(
-            _Entry(e.filename, row, column, row, column, _error_name(e), e.message, error=True)
-        )
+    entries.extend(_error_entry(e) for e in errors)
     return entries
 
 
@@ -703,9 +858,14 @@ def _by_file(entries: Iterable[_Entry]) -> list[tuple[str, list[_Entry]]]:
 
 def format_pylint(findings: Sequence[Finding], errors: Sequence[FileError] = ()) -> str:
     """One ``path:row: [CODE] message`` line per finding and per file that could not be linted,
-    as ruff's ``pylint`` format (pylint's ``parseable`` layout, without the column)."""
+    as ruff's ``pylint`` format (pylint's ``parseable`` layout, without the column).
+
+    The tools that read this layout place each line in the file, so in a notebook ``row`` is
+    the line of the ``.ipynb`` text, and the message starts with the ``cell N:row:col`` a
+    reader finds in Jupyter."""
     return "".join(
-        f"{e.filename}:{e.row}: [{e.code}] {e.message}\n" for e in _entries(findings, errors)
+        f"{e.filename}:{_file_span(e)[0]}: [{e.code}] {_in_cell(e, e.message)}\n"
+        for e in _entries(findings, errors)
     )
 
 
@@ -713,18 +873,19 @@ def format_grouped(findings: Sequence[Finding], errors: Sequence[FileError] = ()
     """Ruff's ``grouped`` format: each file's name, then one indented ``row:col CODE message``
     line per finding (``[*]`` after a fixable one's code; ``name: message`` for a file that
     could not be linted), rows and columns aligned within the file, and a blank line after
-    each file."""
+    each file. In a notebook the row reads ``cell N:row``, as in ruff's."""
     out: list[str] = []
     for filename, entries in _by_file(_entries(findings, errors)):
-        rows = max(len(str(e.row)) for e in entries)
-        columns = max(len(str(e.column)) for e in entries)
+        places = [_label(e).rpartition(":")[::2] for e in entries]  # ("cell N:row", "col")
+        rows = max(len(row) for row, _ in places)
+        columns = max(len(column) for _, column in places)
         out.append(f"{filename}:\n")
-        for e in entries:
+        for e, (row, column) in zip(entries, places, strict=True):
             if e.error:
                 body = f"{e.code}: {e.message}"
             else:
                 body = f"{e.code} {'[*] ' if e.fix is not None else ''}{e.message}"
-            out.append(f"  {e.row:>{rows}}:{e.column:<{columns}} {body}\n")
+            out.append(f"  {row:>{rows}}:{column:<{columns}} {body}\n")
         out.append("\n")
     return "".join(out)
 
@@ -748,24 +909,23 @@ def format_azure(findings: Sequence[Finding], errors: Sequence[FileError] = ()) 
     Unlike ruff, which writes them as they are, paths, codes and messages are escaped
     (:func:`escape_azure`), so a ``;`` or ``]`` in a path cannot cut the command short; a
     finding's related locations follow its message on lines of their own, as in
-    :func:`format_github`.
+    :func:`format_github`, which this follows for a notebook too.
     """
     out = []
     for e in _entries(findings, errors):
         path = _json_filename(e.filename)
+        row, column, _, _ = _file_span(e)
         props = "".join(
             f"{key}={escape_azure(str(value))};"
             for key, value in (
                 ("type", "error"),
                 ("sourcepath", path),
-                ("linenumber", e.row),
-                ("columnnumber", e.column),
+                ("linenumber", row),
+                ("columnnumber", column),
                 ("code", e.code),
             )
         )
-        message = e.message + "".join(
-            f"\n{path}:{r.row}:{r.column}: {r.message}" for r in e.related
-        )
+        message = _in_cell(e, e.message, f"{path}:") + _related_lines(path, e.related)
         out.append(f"##vso[task.logissue {props}]{escape_azure(message)}\n")
     return "".join(out)
 
@@ -791,14 +951,22 @@ def _xml(text: str, *, attribute: bool = False) -> str:
     return "".join(table.get(ch) or _xml_char(ch) for ch in text)
 
 
+def _junit_place(loc: _Located) -> str:
+    """``line R, col C`` as a JUnit failure's text says where (``cell N, line R, col C`` in a
+    notebook: the rows count the cell's lines)."""
+    place = f"line {loc.row}, col {loc.column}"
+    return place if loc.cell is None else f"cell {loc.cell}, {place}"
+
+
 def _junit_case(entry: _Entry, classname: str) -> list[str]:
-    body = f"line {entry.row}, col {entry.column}, {entry.message}" + "".join(
-        f"\nline {r.row}, col {r.column}, {r.message}" for r in entry.related
+    body = f"{_junit_place(entry)}, {entry.message}" + "".join(
+        f"\n{_junit_place(r)}, {r.message}" for r in entry.related
     )
+    row, column, _, _ = _file_span(entry)
     return [
         f'        <testcase name="org.interlace.{_xml(entry.code, attribute=True)}" '
-        f'classname="{_xml(classname, attribute=True)}" line="{entry.row}" '
-        f'column="{entry.column}">',
+        f'classname="{_xml(classname, attribute=True)}" line="{row}" '
+        f'column="{column}">',
         "            <properties>",
         '                <property name="severity" value="error"/>',
         "            </properties>",
@@ -817,6 +985,9 @@ def format_junit(findings: Sequence[Finding], errors: Sequence[FileError] = ()) 
     A finding's related locations follow in the failure's text, one ``line R, col C, message``
     line each. Every value is escaped, and characters XML cannot hold are spelt as Python
     escapes, so the document is well-formed whatever the paths and messages.
+
+    In a notebook, the ``line`` and ``column`` attributes, which tools use to open the file,
+    are those of the ``.ipynb`` text, and the failure's text reads ``cell N, line R, col C``.
     """
     groups = _by_file(_entries(findings, errors))
     total = sum(len(entries) for _, entries in groups)
@@ -863,30 +1034,29 @@ def format_rdjson(findings: Sequence[Finding], errors: Sequence[FileError] = ())
 
     The rules have no documentation URL, so ``code`` has no ``url``. A finding's related
     locations are reviewdog's ``related_locations``, which ruff has no use for.
+
+    In a notebook, ranges are the spans in the ``.ipynb`` text, where reviewdog comments, and
+    messages start with the ``cell N:row:col`` a reader finds in Jupyter. A notebook finding
+    has no ``suggestions``: its edit is in the cell's code, and reviewdog would apply it to
+    the notebook's JSON.
     """
     diagnostics = []
     for e in _entries(findings, errors):
         path = _json_filename(e.filename)
         diagnostic: dict[str, Any] = {
             "code": {"value": e.code},
-            "location": {
-                "path": path,
-                "range": _rd_range(e.row, e.column, e.end_row, e.end_column),
-            },
-            "message": e.message,
+            "location": {"path": path, "range": _rd_range(*_file_span(e))},
+            "message": _in_cell(e, e.message),
         }
         if e.related:
             diagnostic["related_locations"] = [
                 {
-                    "location": {
-                        "path": path,
-                        "range": _rd_range(r.row, r.column, r.end_row, r.end_column),
-                    },
-                    "message": r.message,
+                    "location": {"path": path, "range": _rd_range(*_file_span(r))},
+                    "message": _in_cell(r, r.message),
                 }
                 for r in e.related
             ]
-        if e.fix is not None:
+        if e.fix is not None and e.cell is None:
             edit = e.fix
             diagnostic["suggestions"] = [
                 {
