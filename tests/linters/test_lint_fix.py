@@ -202,12 +202,12 @@ def test_fix_leaves_a_file_that_changed_while_it_was_being_fixed(
     path = put(project, "a.py", "x = 1  # noqa: IL301\n")
     edited = "x = 2  # noqa: IL301\n"
 
-    def fix_then_edit(*args: object, **kwargs: object) -> FixedSource:
-        fixed = fix_unused_noqa(*args, **kwargs)  # type: ignore[arg-type]
+    def fix_then_edit(data: bytes, findings: object, filename: str) -> FixedSource:
+        fixed = fix_unused_noqa(data, findings)  # type: ignore[arg-type]
         path.write_text(edited, encoding="utf-8")  # after the check, before the write
         return fixed
 
-    monkeypatch.setattr(run_module, "fix_unused_noqa", fix_then_edit)
+    monkeypatch.setattr(run_module, "fix_document", fix_then_edit)
     assert lint_main(FIX) == 2
     assert summary(capsys).splitlines()[0] == (
         "a.py: error: cannot fix: the file changed while it was being fixed, so it was left as "

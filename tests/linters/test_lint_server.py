@@ -885,6 +885,8 @@ def test_only_python_documents_are_linted_and_untitled_ones_are(
 ) -> None:
     client.initialize(root=project)
     client.open(project / "notes.txt", RACY, language="plaintext")
+    # A notebook's JSON, even one a client calls Python, has findings by cell, not by line.
+    client.open(project / "nb.ipynb", RACY, language="python")
     untitled = "untitled:Untitled-1"
     client.notify(
         "textDocument/didOpen",

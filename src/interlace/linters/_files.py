@@ -4,7 +4,8 @@
 As in ruff, a path named on the command line is linted even when ``exclude`` or ``.gitignore``
 would skip it, unless ``force_exclude`` is set (pre-commit passes every changed file, so its hook
 sets it); below a named directory the patterns still apply to what the walk finds. Directories
-are walked for ``*.py`` and ``*.pyi`` files, pruning excluded and git-ignored directories. A file
+are walked for ``*.py``, ``*.pyi`` and ``*.ipynb`` files, pruning excluded and git-ignored
+directories. A file
 reached twice (``src/a.py src/../src/a.py``, or through a symlink) is linted once.
 
 With one configuration per directory (ruff's hierarchical configuration), the entries of a
@@ -36,8 +37,9 @@ __all__ = (
     "repository_root",
 )
 
-PYTHON_SUFFIXES = (".py", ".pyi")
-"""The files a directory walk collects (ruff's default ``include``, less notebooks)."""
+PYTHON_SUFFIXES = (".py", ".pyi", ".ipynb")
+"""The files a directory walk collects (ruff's default ``include``: Python files, stubs and
+Jupyter notebooks)."""
 
 _DIR_MARK = "ps_d"
 """The regex group pathspec's gitignore patterns match the ``/`` after a directory with."""

@@ -170,13 +170,15 @@ def _parse_codes(comment: str, start: int, at: int) -> NoqaDirective:
 
 @dataclass(frozen=True, slots=True)
 class UnsuppressedLine:
-    """Findings that ``add_noqa`` could not suppress: one line (``row`` > 0) or a whole file."""
+    """Findings that ``add_noqa`` could not suppress: one line (``row`` > 0) or a whole file.
+    In a notebook, ``row`` counts the lines of cell ``cell``."""
 
     filename: str
     row: int
     codes: tuple[str, ...]
     findings: int
     reason: str
+    cell: int | None = None
 
 
 @dataclass
@@ -360,30 +362,48 @@ def _add_to_file(path: str, findings: Sequence[Finding]) -> NoqaResult:
         line = UnsuppressedLine(display, 0, all_codes, len(findings), reason)
         return NoqaResult(unsuppressed=[line])
 
+    # Imported here: the engine imports this module for its suppressions, and the notebook
+    # module imports it for its edits.
+    from interlace.linters._engine import LINE_BREAK, FileError
+    from interlace.linters._notebook import is_notebook, read_notebook, rewrite_module
+
     try:
         data = Path(path).read_bytes()
-        module = cst.parse_module(data)
-        text = data.decode(module.encoding)
     except OSError as exc:
         return whole_file(f"cannot read the file: {exc}")
+    notebook = None
+    first_row = {}  # a notebook's cells: the module row of each one's first line
+    if is_notebook(path):
+        read = read_notebook(data, display)
+        if isinstance(read, FileError):
+            return whole_file(f"{read.message}; run --add-noqa again")
+        notebook = read
+        first_row = {cell.number: cell.first_row for cell in notebook.cells}
+        source: bytes | str = notebook.source
+    else:
+        source = data
+    try:
+        module = cst.parse_module(source)
+        text = source if isinstance(source, str) else source.decode(module.encoding)
     except Exception as exc:  # it parsed when it was linted, so it has changed since
         summary = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         return whole_file(f"cannot parse the file any more ({summary}); run --add-noqa again")
-    if text.encode(module.encoding) != data:
+    if notebook is None and text.encode(module.encoding) != data:
         return whole_file(
             f"its bytes do not survive decoding and re-encoding as {module.encoding}, so "
             "rewriting it could change more than the directives; add them by hand"
         )
-    # Imported here: the engine imports this module for its suppressions.
-    from interlace.linters._engine import LINE_BREAK
-
     parts = re.split(f"({LINE_BREAK.pattern})", text)  # line, break, line, ..., line (maybe "")
     wanted: dict[int, list[str]] = {}
+    shown: dict[int, tuple[int | None, int]] = {}  # a module row's cell and row, for messages
     for finding in findings:
         row = finding.row
+        if finding.cell is not None:
+            row += first_row.get(finding.cell, 0) - 1
         if not 0 < row <= len(parts) // 2 + 1 or parts[2 * (row - 1)] != finding.source_line:
             return whole_file("the file changed since it was linted; run --add-noqa again")
         wanted.setdefault(row, []).append(finding.code)
+        shown[row] = (finding.cell, finding.row)
     facts = LineFacts()
     MetadataWrapper(module, unsafe_skip_copy=True).visit(facts)
     result = NoqaResult()
@@ -392,15 +412,22 @@ def _add_to_file(path: str, findings: Sequence[Finding]) -> NoqaResult:
         why = why_no_directive(row, line, facts)
         if why is not None:
             unique = tuple(sorted(set(codes)))
-            result.unsuppressed.append(UnsuppressedLine(display, row, unique, len(codes), why))
+            cell, cell_row = shown[row]
+            result.unsuppressed.append(
+                UnsuppressedLine(display, cell_row, unique, len(codes), why, cell)
+            )
             continue
         edited = with_directive(line, facts.comments.get(row), set(codes))
         if edited != line:
             parts[2 * (row - 1)] = edited
             result.added += 1
     if result.added:
+        if notebook is None:
+            fixed = "".join(parts).encode(module.encoding)
+        else:
+            fixed = rewrite_module(notebook, parts[::2])
         try:
-            replace_file(path, "".join(parts).encode(module.encoding))
+            replace_file(path, fixed)
         except OSError as exc:
             return whole_file(f"cannot write the file: {exc}")
     return result
@@ -433,7 +460,9 @@ def add_noqa(findings: Iterable[Finding]) -> NoqaResult:
         # The real path: a symlink stays a symlink, and one file named twice is edited once.
         path = os.path.realpath(finding.filename)
         if finding.code == UNUSED_NOQA:
-            line = UnsuppressedLine(finding.filename, finding.row, (finding.code,), 1, _KEEP_UNUSED)
+            line = UnsuppressedLine(
+                finding.filename, finding.row, (finding.code,), 1, _KEEP_UNUSED, finding.cell
+            )
             unused.setdefault(path, []).append(line)
             by_file.setdefault(path, [])
         else:
@@ -443,7 +472,7 @@ def add_noqa(findings: Iterable[Finding]) -> NoqaResult:
         done = _add_to_file(path, group) if group else NoqaResult()
         result.added += done.added
         left = [*done.unsuppressed, *unused.get(path, ())]
-        result.unsuppressed.extend(sorted(left, key=lambda line: line.row))
+        result.unsuppressed.extend(sorted(left, key=lambda line: (line.cell or 0, line.row)))
     return result
 
 

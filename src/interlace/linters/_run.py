@@ -30,7 +30,7 @@ from interlace.linters._config import (
     opt_in_codes,
     selected_codes,
 )
-from interlace.linters._engine import FileError, FileResult, Finding, lint_source
+from interlace.linters._engine import FileError, FileResult, Finding
 from interlace.linters._files import (
     Exclusion,
     FileSet,
@@ -38,7 +38,8 @@ from interlace.linters._files import (
     excluded_file,
     per_file_matcher,
 )
-from interlace.linters._noqa import fix_unused_noqa, replace_file
+from interlace.linters._noqa import replace_file
+from interlace.linters._notebook import fix_document, lint_document
 from interlace.linters._rule import LintContext
 
 __all__ = (
@@ -137,7 +138,7 @@ def _lint_chunk(items: Sequence[_Item], base: LintContext) -> list[FileResult]:
     for filename, data, codes in items:
         context = replace(base, path=filename)
         results.append(
-            lint_source(data, [registry[c] for c in codes], filename=filename, context=context)
+            lint_document(data, [registry[c] for c in codes], filename=filename, context=context)
         )
     return results
 
@@ -408,7 +409,7 @@ def _fix_files(
                 "interlace lint --fix again",
             )
             continue
-        fixed = fix_unused_noqa(data, file_result.findings)
+        fixed = fix_document(data, file_result.findings, file_result.filename)
         if fixed.error is not None:
             ordered[index] = _not_fixed(file_result, fixed.error)
             continue
@@ -678,7 +679,7 @@ def lint_stdin(
     codes = _file_codes(plan, path)
     file_result = _lint_chunk([(name, data, codes)], plan.context)[0]
     if fix and _fixable(file_result):
-        fixed = fix_unused_noqa(data, file_result.findings)
+        fixed = fix_document(data, file_result.findings, name)
         if fixed.error is not None:
             file_result = _not_fixed(file_result, fixed.error)
         elif fixed.fixed:

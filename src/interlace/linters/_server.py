@@ -453,7 +453,10 @@ class _Document:
 
     @property
     def lintable(self) -> bool:
-        """Python, by its language or by its file name."""
+        """Python, by its language or by its file name. A notebook file's JSON is not: its
+        findings are by cell, and the server has no notebook synchronisation yet."""
+        if self.path is not None and self.path.lower().endswith(".ipynb"):
+            return False
         return self.language_id == "python" or (
             self.path is not None and self.path.endswith(_PYTHON_SUFFIXES)
         )

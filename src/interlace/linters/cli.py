@@ -88,7 +88,10 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         "paths",
         nargs="*",
         metavar="PATH",
-        help="files or directories, or - for standard input (default: project root)",
+        help=(
+            "files or directories (walked for *.py, *.pyi and *.ipynb), or - for standard "
+            "input (default: project root)"
+        ),
     )
     parser.add_argument(
         "--select",
@@ -231,7 +234,8 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help=(
             "lint standard input as the file PATH: its name in the output, its configuration, "
-            "per-file-ignores and exclusions (implies -)"
+            "per-file-ignores and exclusions, and with a .ipynb name, a Jupyter notebook "
+            "(implies -)"
         ),
     )
     parser.add_argument(
@@ -558,9 +562,10 @@ def _add_noqa_conflict(args: argparse.Namespace) -> str | None:
 
 
 def _print_errors(errors: Sequence[FileError], err: TextIO) -> None:
+    from interlace.linters._output import error_place
+
     for error in errors:
-        place = f"{error.filename}:{error.row}:{error.column}" if error.row else error.filename
-        print(f"{place}: error: {error.message}", file=err)
+        print(f"{error_place(error)}: error: {error.message}", file=err)
 
 
 class _Discard(io.StringIO):
@@ -682,7 +687,8 @@ def _add_noqa(result: LintResult, args: argparse.Namespace, log: TextIO, problem
     _print_errors(result.errors, problems)
     done = add_noqa(result.findings)
     for line in done.unsuppressed:
-        place = f"{line.filename}:{line.row}" if line.row else line.filename
+        cell = "" if line.cell is None else f"cell {line.cell}:"
+        place = f"{line.filename}:{cell}{line.row}" if line.row else line.filename
         codes = ", ".join(line.codes)
         print(f"{place}: warning: cannot add '# noqa: {codes}': {line.reason}", file=problems)
     # ruff's wording; ruff says nothing when it added none, but a silent success reads as
