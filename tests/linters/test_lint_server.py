@@ -499,6 +499,7 @@ def test_initialize_announces_the_capabilities(client: Client, project: Path) ->
         "capabilities": {
             "positionEncoding": "utf-16",
             "textDocumentSync": {"openClose": True, "change": 2, "save": True},
+            "notebookDocumentSync": {"notebookSelector": [{"cells": [{"language": "python"}]}]},
             "codeActionProvider": {
                 "codeActionKinds": ["quickfix", "source.fixAll.interlace"],
                 "resolveProvider": False,
@@ -972,3 +973,142 @@ def test_help_explains_how_to_configure_an_editor() -> None:
     assert "Language Server Protocol" in out
     for editor in ("Neovim", "Helix", "eglot", "VS Code"):
         assert editor in out
+
+
+# Notebooks (LSP 3.17 notebook synchronisation) ----------------------------------------------
+
+NOTEBOOK_CELL = "%load_ext autoreload\n" + RACY
+"""A cell with an IPython escape (not Python alone) above the racy class."""
+
+
+def open_notebook(client: Client, path: Path, cells: list[tuple[str, int, str]]) -> list[str]:
+    """Open a notebook of ``(name, kind, text)`` cells (kind 1 markup, 2 code); return the
+    cells' URIs, as VS Code names them."""
+    uri = path.as_uri()
+    cell_uris = [f"vscode-notebook-cell:{path}#{name}" for name, _, _ in cells]
+    client.notify(
+        "notebookDocument/didOpen",
+        {
+            "notebookDocument": {
+                "uri": uri,
+                "notebookType": "jupyter-notebook",
+                "version": 1,
+                "cells": [
+                    {"kind": kind, "document": cell_uri}
+                    for cell_uri, (_, kind, _) in zip(cell_uris, cells, strict=True)
+                ],
+            },
+            "cellTextDocuments": [
+                {
+                    "uri": cell_uri,
+                    "languageId": "python" if kind == 2 else "markdown",
+                    "version": 1,
+                    "text": text,
+                }
+                for cell_uri, (_, kind, text) in zip(cell_uris, cells, strict=True)
+            ],
+        },
+    )
+    return cell_uris
+
+
+def test_a_notebooks_cells_are_linted_together_and_reported_in_their_cell(
+    client: Client, project: Path
+) -> None:
+    capabilities = client.initialize(root=project)["capabilities"]
+    assert capabilities["notebookDocumentSync"] == {
+        "notebookSelector": [{"cells": [{"language": "python"}]}]
+    }
+    title, imports, racy = open_notebook(
+        client,
+        project / "nb.ipynb",
+        [("W0", 1, "# A title"), ("W1", 2, "import asyncio"), ("W2", 2, NOTEBOOK_CELL)],
+    )
+    assert client.diagnostics(imports)["diagnostics"] == []
+    (diagnostic,) = client.diagnostics(racy)["diagnostics"]
+    # Rows count the cell's lines: the escape line is row 0, the write is row 6.
+    assert (diagnostic["code"], diagnostic["range"]) == ("IL101", span(6, 8, 6, 18))
+    assert {r["location"]["uri"] for r in diagnostic["relatedInformation"]} == {racy}
+    published = [p["uri"] for p in client.notifications("textDocument/publishDiagnostics")]
+    assert title not in published  # a markdown cell is not linted
+
+
+def test_a_notebook_edit_and_a_new_cell_are_linted_again(client: Client, project: Path) -> None:
+    client.initialize(root=project)
+    path = project / "nb.ipynb"
+    (racy,) = open_notebook(client, path, [("W0", 2, NOTEBOOK_CELL)])
+    assert len(client.diagnostics(racy)["diagnostics"]) == 1
+    first = f"vscode-notebook-cell:{path}#W9"
+    client.notify(
+        "notebookDocument/didChange",
+        {
+            "notebookDocument": {"uri": path.as_uri(), "version": 2},
+            "change": {
+                "cells": {
+                    "structure": {
+                        "array": {
+                            "start": 0,
+                            "deleteCount": 0,
+                            "cells": [{"kind": 2, "document": first}],
+                        },
+                        "didOpen": [
+                            {"uri": first, "languageId": "python", "version": 1, "text": "x = 1"}
+                        ],
+                    },
+                    "textContent": [
+                        {
+                            "document": {"uri": racy, "version": 2},
+                            # No suspension point between the check and the write any more.
+                            "changes": [{"range": span(5, 0, 6, 0), "text": ""}],
+                        }
+                    ],
+                }
+            },
+        },
+    )
+    assert client.diagnostics(first)["diagnostics"] == []
+    assert client.diagnostics(racy) == {"uri": racy, "version": 2, "diagnostics": []}
+    client.notify(
+        "notebookDocument/didClose",
+        {
+            "notebookDocument": {"uri": path.as_uri()},
+            "cellTextDocuments": [{"uri": first}, {"uri": racy}],
+        },
+    )
+    assert client.diagnostics(first) == {"uri": first, "diagnostics": []}
+    assert client.diagnostics(racy) == {"uri": racy, "diagnostics": []}
+
+
+def test_a_cells_fixes_and_directives_are_edits_of_that_cell(client: Client, il001: Path) -> None:
+    client.initialize(root=il001)
+    cell = "!echo hi\n" + UNUSED + RACY
+    (uri,) = open_notebook(client, il001 / "nb.ipynb", [("W0", 2, cell)])
+    diagnostics = client.diagnostics(uri)["diagnostics"]
+    assert [d["code"] for d in diagnostics] == ["IL001", "IL001", "IL101"]
+    [fix_all] = client.code_actions(uri, [], only=["source.fixAll"])
+    assert apply_edits(cell, edits_of(fix_all, uri)) == "!echo hi\n" + UNUSED_FIXED + RACY
+    disable = client.code_actions(uri, [diagnostics[2]], only=["quickfix"])
+    assert [a["title"] for a in disable] == ["Disable IL101 for this line"]
+    assert apply_edits(cell, edits_of(disable[0], uri)) == cell.replace(
+        "'running'\n", "'running'  # noqa: IL101\n"
+    )
+
+
+def test_a_client_that_pulls_gets_a_cells_findings_after_the_notebook_changed(
+    client: Client, project: Path
+) -> None:
+    client.initialize(root=project, capabilities=PULL)
+    path = project / "nb.ipynb"
+    racy, other = open_notebook(client, path, [("W0", 2, NOTEBOOK_CELL), ("W1", 2, "x = 1")])
+    assert [d["code"] for d in pull(client, racy)["items"]] == ["IL101"]
+    assert pull(client, other)["items"] == []
+    # The racy cell turned into markdown: it has nothing to report any more.
+    client.notify(
+        "notebookDocument/didChange",
+        {
+            "notebookDocument": {"uri": path.as_uri(), "version": 2},
+            "change": {"cells": {"data": [{"kind": 1, "document": racy}]}},
+        },
+    )
+    assert pull(client, racy)["items"] == []
+    assert not client.notifications("textDocument/publishDiagnostics")

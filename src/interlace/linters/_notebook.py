@@ -54,6 +54,7 @@ __all__ = (
     "fix_notebook",
     "is_notebook",
     "lint_document",
+    "linted_code",
     "read_notebook",
     "rewrite",
     "rewrite_module",
@@ -310,6 +311,28 @@ def _without_escapes(lines: Sequence[str]) -> list[str]:
     return out
 
 
+def _linted_lines(code: str, lines: Sequence[str]) -> list[str] | None:
+    """The lines of a cell's ``code`` as the linter reads them: as written if the cell
+    compiles, else with IPython's escape lines as ``pass``; ``None`` for a cell that is not
+    Python (a cell magic, an automagic)."""
+    if _compiles(code):
+        return list(lines)
+    if _is_magic_cell(lines):
+        return None
+    return _without_escapes(lines)
+
+
+def linted_code(code: str) -> str | None:
+    """One cell's ``code`` as it is linted in a notebook (see :func:`_linted_lines`), rows
+    and line breaks kept; ``None`` for a cell that is not linted."""
+    lines = LINE_BREAK.split(code)
+    linted = _linted_lines(code, lines)
+    if linted is None:
+        return None
+    breaks = [match.group() for match in LINE_BREAK.finditer(code)]
+    return "".join(line + brk for line, brk in zip(linted, [*breaks, ""], strict=True))
+
+
 def _python(metadata: object) -> bool:
     """Whether a notebook's metadata leave it Python: its ``language_info.name`` is
     ``python`` or absent (as ruff decides)."""
@@ -361,7 +384,7 @@ def read_notebook(data: bytes, filename: str) -> Notebook | FileError:
         spans = _source_spans(text)
     except (IndexError, ValueError, RecursionError):  # the walk only helps place findings
         spans = {}
-    linted: list[_Cell] = []
+    cells_read: list[_Cell] = []
     module: list[str] = []
     for index, cell in enumerate(cells):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
@@ -370,8 +393,8 @@ def read_notebook(data: bytes, filename: str) -> Notebook | FileError:
         if code is None:
             return _invalid(filename, f"cell {index + 1}'s 'source' is not text")
         lines = LINE_BREAK.split(code)
-        compiles = _compiles(code)
-        if not compiles and _is_magic_cell(lines):
+        linted = _linted_lines(code, lines)
+        if linted is None:
             continue
         starts = [0]
         starts.extend(match.end() for match in LINE_BREAK.finditer(code))
@@ -386,12 +409,12 @@ def read_notebook(data: bytes, filename: str) -> Notebook | FileError:
                 total += len(part)
             literals = tuple(offsets)
         first_row = len(module) + 1
-        module.extend(lines if compiles else _without_escapes(lines))
-        linted.append(
+        module.extend(linted)
+        cells_read.append(
             _Cell(index + 1, code, tuple(lines), tuple(starts), first_row, literals, value)
         )
     source = "\n".join(module) + "\n" if module else ""
-    return Notebook(text, tuple(linted), source, bom=data.startswith(_BOM))
+    return Notebook(text, tuple(cells_read), source, bom=data.startswith(_BOM))
 
 
 def _parts(source: object) -> list[str]:

@@ -11,6 +11,10 @@ by a client that says it can), and offers code actions: remove an unused ``# noq
 disable a rule for a line (``--add-noqa``'s edit) and fix the whole document
 (``source.fixAll.interlace``).
 
+A Jupyter notebook's cells arrive together (``notebookDocument/*``, LSP 3.17's notebook
+synchronisation): its Python cells are linted as one ``.ipynb`` (``_notebook``), and each cell's
+text document gets the findings in its own rows.
+
 A reader thread turns standard input into messages on a queue; the main thread handles every
 message already queued before it lints, so a burst of ``didChange`` notifications is linted once,
 at its last version. Standard output carries the protocol and nothing else: logs go to stderr
@@ -46,7 +50,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper
 
 from interlace.errors import ConfigError
-from interlace.linters._engine import LINE_BREAK, FileError, Finding
+from interlace.linters._engine import LINE_BREAK, FileError, Finding, RelatedLocation
 
 # ``--add-noqa``'s own placement of a directive, which the "Disable ... for this line" action
 # must match.
@@ -54,9 +58,11 @@ from interlace.linters._noqa import (
     UNUSED_NOQA,
     UNUSED_NOQA_FIX,
     LineFacts,
+    fix_unused_noqa,
     why_no_directive,
     with_directive,
 )
+from interlace.linters._notebook import is_notebook
 from interlace.linters._output import ERROR_NAMES
 
 __all__ = (
@@ -108,6 +114,10 @@ _CONFIG_FILES = frozenset({"pyproject.toml", ".gitignore"})
 git ignores it): a change to one re-lints every open document."""
 
 _PYTHON_SUFFIXES = (".py", ".pyi")
+_CODE_CELL = 2
+"""``NotebookCellKind.Code``."""
+_UNTITLED_NOTEBOOK = "untitled.ipynb"
+"""The name an unsaved notebook is linted under (its settings are the workspace's)."""
 
 _T = TypeVar("_T")
 
@@ -287,6 +297,11 @@ def _uri_of(params: object) -> str:
     return _field(_field(params, "textDocument", dict), "uri", str)
 
 
+def _cell(cell: object) -> tuple[str, int]:
+    """A ``NotebookCell``'s text document URI and kind."""
+    return _field(cell, "document", str), _integer(cell, "kind")
+
+
 @dataclass(frozen=True, slots=True)
 class Malformed:
     """Input that is not a JSON-RPC message, and why; logged, never fatal."""
@@ -418,6 +433,9 @@ class _Lint:
     findings: tuple[Finding, ...] = ()
     errors: tuple[FileError, ...] = ()
     diagnostics: list[dict[str, Any]] = field(default_factory=list)
+    code: bytes | None = None
+    """What the linter parsed, when it is not ``data``: a notebook cell's code with IPython's
+    escapes as ``pass`` (``None`` for a cell that is not linted)."""
     _facts: LineFacts | None = None
     _parsed: bool = False
 
@@ -428,8 +446,9 @@ class _Lint:
         if not self._parsed:
             self._parsed = True
             facts = LineFacts()
+            code = self.data if self.code is None else self.code
             try:
-                MetadataWrapper(cst.parse_module(self.data), unsafe_skip_copy=True).visit(facts)
+                MetadataWrapper(cst.parse_module(code), unsafe_skip_copy=True).visit(facts)
             except Exception:  # libcst rejects the text (the findings are errors then)
                 return None
             self._facts = facts
@@ -450,16 +469,46 @@ class _Document:
     path: str | None
     dirty: bool = True
     lint: _Lint | None = None
+    notebook: str | None = None
+    """The URI of the notebook this document is a cell of, or ``None``."""
 
     @property
     def lintable(self) -> bool:
-        """Python, by its language or by its file name. A notebook file's JSON is not: its
-        findings are by cell, and the server has no notebook synchronisation yet."""
-        if self.path is not None and self.path.lower().endswith(".ipynb"):
+        """Python, by its language or by its file name. A notebook file's JSON is not: the
+        client sends a notebook's cells (``notebookDocument/*``), which are linted together."""
+        if self.path is not None and is_notebook(self.path):
             return False
         return self.language_id == "python" or (
             self.path is not None and self.path.endswith(_PYTHON_SUFFIXES)
         )
+
+
+@dataclass
+class _Notebook:
+    """An open notebook: its cells in order, each the URI of its text document and its
+    ``NotebookCellKind`` (1 markup, 2 code)."""
+
+    uri: str
+    path: str | None
+    version: int
+    cells: list[tuple[str, int]]
+    dirty: bool = True
+
+    def source(self, documents: Mapping[str, _Document]) -> bytes:
+        """The notebook as a ``.ipynb`` file that the linter reads as the editor shows it: its
+        Python code cells with their text, every other cell an empty one, so that the cells
+        keep their numbers."""
+        cells = []
+        for uri, kind in self.cells:
+            document = documents.get(uri)
+            if kind == _CODE_CELL and document is not None and document.language_id == "python":
+                cells.append(
+                    {"cell_type": "code", "metadata": {}, "outputs": [], "source": document.text}
+                )
+            else:
+                cells.append({"cell_type": "markdown", "metadata": {}, "source": ""})
+        notebook = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+        return json.dumps(notebook).encode("utf-8", "surrogatepass")
 
 
 def _kind_wanted(kind: str, only: Sequence[str] | None) -> bool:
@@ -485,6 +534,7 @@ class Server:
         self._send = send
         self._log_stream = log if log is not None else sys.stderr
         self._documents: dict[str, _Document] = {}
+        self._notebooks: dict[str, _Notebook] = {}
         self._encoding = UTF16
         self._capabilities: dict[str, Any] = {}
         self._initialized = False
@@ -507,6 +557,10 @@ class Server:
             "textDocument/didSave": self._did_save,
             "textDocument/didClose": self._did_close,
             "workspace/didChangeWatchedFiles": self._did_change_watched_files,
+            "notebookDocument/didOpen": self._notebook_did_open,
+            "notebookDocument/didChange": self._notebook_did_change,
+            "notebookDocument/didSave": self._notebook_did_save,
+            "notebookDocument/didClose": self._notebook_did_close,
         }
 
     # Driving
@@ -558,8 +612,12 @@ class Server:
         if self._pull:
             return
         for document in list(self._documents.values()):
-            if document.dirty:
+            if document.dirty and document.notebook is None:
                 self._refresh(document)
+        for notebook in list(self._notebooks.values()):
+            first = next((uri for uri, _ in notebook.cells if uri in self._documents), None)
+            if first is not None:
+                self._current(self._documents[first])
 
     def _request(self, id_: Any, method: str, params: Any) -> None:
         handler = self._requests.get(method)
@@ -652,6 +710,8 @@ class Server:
         server: dict[str, Any] = {
             "positionEncoding": self._encoding,
             "textDocumentSync": {"openClose": True, "change": 2, "save": True},
+            # Any notebook's Python cells, sent together so that they are linted as one module.
+            "notebookDocumentSync": {"notebookSelector": [{"cells": [{"language": "python"}]}]},
         }
         if isinstance(self._capability("textDocument", "diagnostic"), dict):
             # A client that can pull diagnostics gets them only that way (never twice).
@@ -715,7 +775,10 @@ class Server:
     # Documents
 
     def _did_open(self, params: Any) -> None:
-        item = _field(params, "textDocument", dict)
+        self._open(_field(params, "textDocument", dict), notebook=None)
+
+    def _open(self, item: object, *, notebook: str | None) -> None:
+        """Open the ``TextDocumentItem`` ``item`` (a cell of ``notebook`` if given)."""
         uri = _field(item, "uri", str)
         self._documents[uri] = _Document(
             uri,
@@ -723,14 +786,18 @@ class Server:
             _integer(item, "version"),
             _field(item, "text", str),
             _path_of(uri),
+            notebook=notebook,
         )
 
     def _did_change(self, params: Any) -> None:
-        uri = _uri_of(params)
+        self._change(_field(params, "textDocument", dict), _field(params, "contentChanges", list))
+
+    def _change(self, identifier: object, changes: list[Any]) -> None:
+        """Apply ``changes`` to the open document ``identifier`` names, at its new version."""
+        uri = _field(identifier, "uri", str)
         document = self._documents.get(uri)
         if document is None:
             raise InvalidParamsError(f"{uri!r} is not open")
-        changes = _field(params, "contentChanges", list)
         text = document.text
         for change in changes:
             if not isinstance(change, dict):
@@ -739,7 +806,7 @@ class Server:
                 )
             text = apply_change(text, change, self._encoding)
         document.text = text
-        document.version = _integer(_field(params, "textDocument", dict), "version")
+        document.version = _integer(identifier, "version")
         document.dirty = True
 
     def _did_save(self, params: Any) -> None:
@@ -754,9 +821,64 @@ class Server:
             document.dirty = True  # the file's configuration may have changed on disk
 
     def _did_close(self, params: Any) -> None:
-        uri = _uri_of(params)
+        self._close(_uri_of(params))
+
+    def _close(self, uri: str) -> None:
         if self._documents.pop(uri, None) is not None and not self._pull:
             self._notify("textDocument/publishDiagnostics", {"uri": uri, "diagnostics": []})
+
+    # Notebooks
+
+    def _notebook_of(self, params: Any) -> _Notebook:
+        uri = _field(_field(params, "notebookDocument", dict), "uri", str)
+        notebook = self._notebooks.get(uri)
+        if notebook is None:
+            raise InvalidParamsError(f"notebook {uri!r} is not open")
+        return notebook
+
+    def _notebook_did_open(self, params: Any) -> None:
+        item = _field(params, "notebookDocument", dict)
+        uri = _field(item, "uri", str)
+        cells = [_cell(cell) for cell in _field(item, "cells", list)]
+        self._notebooks[uri] = _Notebook(uri, _path_of(uri), _integer(item, "version"), cells)
+        for cell in _field(params, "cellTextDocuments", list):
+            self._open(cell, notebook=uri)
+
+    def _notebook_did_change(self, params: Any) -> None:
+        notebook = self._notebook_of(params)
+        notebook.version = _integer(_field(params, "notebookDocument", dict), "version")
+        notebook.dirty = True
+        cells = _field(params, "change", dict).get("cells")
+        if not isinstance(cells, dict):
+            return  # only the notebook's metadata changed
+        structure = cells.get("structure")
+        if isinstance(structure, dict):
+            array = _field(structure, "array", dict)
+            start, count = _integer(array, "start"), _integer(array, "deleteCount")
+            added = array.get("cells") or []
+            if not isinstance(added, list) or not 0 <= start <= len(notebook.cells):
+                raise InvalidParamsError(f"invalid cell change {array!r}")
+            notebook.cells[start : start + count] = [_cell(cell) for cell in added]
+            for item in structure.get("didOpen") or []:
+                self._open(item, notebook=notebook.uri)
+            for identifier in structure.get("didClose") or []:
+                self._close(_field(identifier, "uri", str))
+        kinds = {}
+        for cell in cells.get("data") or []:  # a cell's kind can change (code to markdown)
+            uri, kind = _cell(cell)
+            kinds[uri] = kind
+        notebook.cells = [(uri, kinds.get(uri, kind)) for uri, kind in notebook.cells]
+        for content in cells.get("textContent") or []:
+            self._change(_field(content, "document", dict), _field(content, "changes", list))
+
+    def _notebook_did_save(self, params: Any) -> None:
+        self._notebook_of(params).dirty = True  # its configuration may have changed on disk
+
+    def _notebook_did_close(self, params: Any) -> None:
+        notebook = self._notebooks.pop(self._notebook_of(params).uri)
+        closed = [_field(cell, "uri", str) for cell in params.get("cellTextDocuments") or []]
+        for uri in dict.fromkeys([*closed, *(uri for uri, _ in notebook.cells)]):
+            self._close(uri)
 
     def _did_change_watched_files(self, params: Any) -> None:
         changes = _field(params, "changes", list)
@@ -770,6 +892,8 @@ class Server:
         self._shown.clear()  # a configuration still broken after an edit is shown again
         for document in self._documents.values():
             document.dirty = True
+        for notebook in self._notebooks.values():
+            notebook.dirty = True
         if self._pull and self._capability("workspace", "diagnostics", "refreshSupport"):
             self._next_id += 1
             self._send(
@@ -790,7 +914,7 @@ class Server:
         document = self._documents.get(_uri_of(params))
         if document is None:
             return {"kind": "full", "items": []}
-        lint = self._refresh(document) if document.dirty else document.lint
+        lint = self._current(document)
         items = lint.diagnostics if lint is not None else []
         digest = hashlib.sha256(json.dumps(items, sort_keys=True).encode("utf-8"))
         result_id = digest.hexdigest()[:16]
@@ -803,6 +927,11 @@ class Server:
     def _refresh(self, document: _Document) -> _Lint | None:
         """Lint ``document`` if it is Python and publish its diagnostics (unless the client
         pulls them); return its lint."""
+        if document.notebook is not None:
+            notebook = self._notebooks.get(document.notebook)
+            if notebook is not None:
+                self._refresh_notebook(notebook)
+            return document.lint
         document.dirty = False
         if not document.lintable:
             document.lint = None
@@ -840,7 +969,101 @@ class Server:
         lint.diagnostics.extend(self._error_diagnostic(lint, error) for error in lint.errors)
         return lint
 
-    def _diagnostic(self, uri: str, lint: _Lint, finding: Finding) -> dict[str, Any]:
+    def _current(self, document: _Document) -> _Lint | None:
+        """The lint of ``document`` as it is now: linted again if it (or, for a notebook's
+        cell, its notebook or any cell of it) changed since."""
+        notebook = self._notebooks.get(document.notebook) if document.notebook else None
+        if notebook is None:
+            return self._refresh(document) if document.dirty else document.lint
+        if notebook.dirty or any(
+            self._documents[uri].dirty for uri, _ in notebook.cells if uri in self._documents
+        ):
+            self._refresh_notebook(notebook)
+        return document.lint
+
+    def _refresh_notebook(self, notebook: _Notebook) -> None:
+        """Lint a notebook's cells as one module and give each cell its findings, then publish
+        each cell's diagnostics (unless the client pulls them)."""
+        from interlace.linters._notebook import linted_code
+        from interlace.linters._run import lint_stdin
+
+        notebook.dirty = False
+        by_number: dict[int, _Document] = {}  # the Python code cells, by their number
+        for number, (uri, kind) in enumerate(notebook.cells, start=1):
+            document = self._documents.get(uri)
+            if document is None:
+                continue
+            document.dirty, document.lint = False, None
+            if kind == _CODE_CELL and document.language_id == "python":
+                by_number[number] = document
+        for document in by_number.values():
+            document.dirty = False
+            data = document.text.encode("utf-8", "surrogatepass")
+            lines = LINE_BREAK.split(document.text)
+            document.lint = _Lint(document.version, document.text, data, "utf-8", lines)
+            code = linted_code(document.text)
+            document.lint.code = None if code is None else code.encode("utf-8", "surrogatepass")
+        try:
+            result = lint_stdin(
+                notebook.source(self._documents),
+                filename=notebook.path or _UNTITLED_NOTEBOOK,
+                force_exclude=True,
+            )
+        except ConfigError as exc:
+            self._show_once(f"interlace: {exc}")
+            result = None
+        except Exception as exc:  # never let one notebook take the server down
+            self._internal(f"linting {notebook.uri}", exc)
+            result = None
+
+        def where(cell: int | None) -> tuple[str, list[str]] | None:
+            document = by_number.get(cell) if cell is not None else None
+            if document is None or document.lint is None:
+                return None
+            return document.uri, document.lint.lines
+
+        for number, document in by_number.items():
+            lint = document.lint
+            if lint is None or result is None:
+                continue
+            lint.findings = tuple(f for f in result.findings if f.cell == number)
+            lint.errors = tuple(e for e in result.errors if e.cell == number)
+            lint.diagnostics = [
+                self._diagnostic(document.uri, lint, f, lambda r: where(r.cell))
+                for f in lint.findings
+            ]
+            lint.diagnostics.extend(self._error_diagnostic(lint, e) for e in lint.errors)
+        if result is not None and by_number:
+            # A notebook-wide error (none is expected of the text the editor holds) goes on
+            # its first cell, so that it is seen.
+            first = next(iter(by_number.values()))
+            assert first.lint is not None
+            wide = [e for e in result.errors if e.cell is None]
+            first.lint.errors += tuple(wide)
+            first.lint.diagnostics.extend(self._error_diagnostic(first.lint, e) for e in wide)
+        if self._pull:
+            return
+        for document in by_number.values():
+            assert document.lint is not None
+            self._notify(
+                "textDocument/publishDiagnostics",
+                {
+                    "uri": document.uri,
+                    "version": document.version,
+                    "diagnostics": document.lint.diagnostics,
+                },
+            )
+
+    def _diagnostic(
+        self,
+        uri: str,
+        lint: _Lint,
+        finding: Finding,
+        where: Callable[[RelatedLocation], tuple[str, list[str]] | None] | None = None,
+    ) -> dict[str, Any]:
+        """``finding`` as a diagnostic of the document ``uri``. ``where`` gives the document
+        and lines of a related location that may be in another document (a notebook's
+        cell); by default every one is in ``uri``."""
         lines, encoding = lint.lines, self._encoding
         diagnostic: dict[str, Any] = {
             "range": _range(
@@ -853,17 +1076,15 @@ class Server:
         }
         if finding.code == UNUSED_NOQA:
             diagnostic["tags"] = [_UNNECESSARY]
-        if finding.related:
-            diagnostic["relatedInformation"] = [
-                {
-                    "location": {
-                        "uri": uri,
-                        "range": _range(lines, r.row, r.column, r.end_row, r.end_column, encoding),
-                    },
-                    "message": r.message,
-                }
-                for r in finding.related
-            ]
+        related = []
+        for r in finding.related:
+            at = (uri, lines) if where is None else where(r)
+            if at is None:
+                continue
+            range_ = _range(at[1], r.row, r.column, r.end_row, r.end_column, encoding)
+            related.append({"location": {"uri": at[0], "range": range_}, "message": r.message})
+        if related:
+            diagnostic["relatedInformation"] = related
         return diagnostic
 
     def _error_diagnostic(self, lint: _Lint, error: FileError) -> dict[str, Any]:
@@ -888,7 +1109,7 @@ class Server:
             raise InvalidParamsError(f"expected 'only' to be a list, got {only!r}")
         if document is None:
             return []
-        lint = self._refresh(document) if document.dirty else document.lint
+        lint = self._current(document)
         if lint is None:
             return []
         actions: list[dict[str, Any]] = []
@@ -979,14 +1200,22 @@ class Server:
             return None
         from interlace.linters._run import lint_stdin
 
-        try:
-            result = lint_stdin(lint.data, filename=document.path, force_exclude=True, fix=True)
-        except ConfigError as exc:
-            self._show_once(f"interlace: {exc}")
+        if document.notebook is not None:
+            # A cell's findings are its own already, in its rows: its fixes apply to its text.
+            fixed_cell = fix_unused_noqa(lint.data, lint.findings)
+            if not fixed_cell.fixed:
+                return None
+            source: bytes | None = fixed_cell.data
+        else:
+            try:
+                result = lint_stdin(lint.data, filename=document.path, force_exclude=True, fix=True)
+            except ConfigError as exc:
+                self._show_once(f"interlace: {exc}")
+                return None
+            source = result.source if result.fixed else None
+        if source is None:
             return None
-        if not result.fixed or result.source is None:
-            return None
-        fixed = _decoded(result.source, lint.encoding)
+        fixed = _decoded(source, lint.encoding)
         edit = _text_edit(lint.text, fixed, self._encoding)
         return self._action(
             "interlace: Remove all unused `noqa` directives", FIX_ALL, document, [edit], None
@@ -1022,11 +1251,11 @@ class Server:
 
 _DESCRIPTION = """\
 Run interlace's linter as a Language Server Protocol (LSP 3.17) server on standard input and
-output, for editors: it lints each open Python buffer as you type, with the settings
-`interlace lint` gives that file (the closest pyproject.toml, per-file-ignores, exclusions),
-shows the findings as diagnostics, and offers quick fixes: remove an unused `# noqa`
-directive (IL001), disable a rule for a line (`# noqa: CODE`), and fix the whole file
-(code action kind source.fixAll.interlace, which editors can run on save).
+output, for editors: it lints each open Python buffer and Jupyter notebook as you type, with
+the settings `interlace lint` gives that file (the closest pyproject.toml, per-file-ignores,
+exclusions), shows the findings as diagnostics, and offers quick fixes: remove an unused
+`# noqa` directive (IL001), disable a rule for a line (`# noqa: CODE`), and fix the whole
+file (code action kind source.fixAll.interlace, which editors can run on save).
 
 An editor starts it; it is not meant to be run by hand. Configure your editor's LSP client to
 run the command `interlace server` for Python files, with the project root as the workspace."""
