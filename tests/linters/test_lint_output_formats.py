@@ -114,8 +114,8 @@ def test_an_unknown_output_format_is_a_usage_error_that_lists_the_formats(
     assert lint_main(["--output-format", "full-ish"]) == 2
     assert capsys.readouterr().err.endswith(
         "interlace lint: error: argument --format/--output-format: invalid choice: 'full-ish' "
-        "(choose from 'text', 'concise', 'json', 'json-lines', 'sarif', 'github', 'gitlab', "
-        "'junit', 'pylint', 'azure', 'grouped', 'rdjson')\n"
+        "(choose from 'text', 'full', 'concise', 'json', 'json-lines', 'sarif', 'github', "
+        "'gitlab', 'junit', 'pylint', 'azure', 'grouped', 'rdjson')\n"
     )
 
 
@@ -291,6 +291,14 @@ def test_json_lines_format_is_the_json_objects_one_compact_line_each(
     assert lint(capsys, "--format", "json-lines") == "".join(
         json.dumps(item, separators=(",", ":")) + "\n" for item in items
     )
+
+
+def test_full_is_ruffs_name_for_the_text_format(
+    fixture: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = lint(capsys, "--format", "text")
+    assert "-->" in text
+    assert lint(capsys, "--output-format", "full") == text
 
 
 @pytest.mark.parametrize("fmt", NEW_FORMATS)

@@ -490,6 +490,7 @@ def test_an_unknown_span_in_the_notebook_falls_back_to_1_1(repository: Path) -> 
 def test_a_python_finding_says_nothing_of_cells_in_any_format(name: str, repository: Path) -> None:
     formats = {
         "text": lambda: format_text([PYTHON]),
+        "full": lambda: format_text([PYTHON]),
         "concise": lambda: format_concise([PYTHON]),
         "json": lambda: format_json([PYTHON], [JSON_ERROR]),
         "json-lines": lambda: format_json_lines([PYTHON], [JSON_ERROR]),

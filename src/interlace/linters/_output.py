@@ -64,6 +64,7 @@ __all__ = (
 
 FORMATS = (
     "text",
+    "full",
     "concise",
     "json",
     "json-lines",

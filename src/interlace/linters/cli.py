@@ -146,8 +146,9 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=FORMATS,
         metavar="FORMAT",
         help=(
-            "output format (default: text, ruff's full format; --output-format is ruff's "
-            "name): concise, one line per finding; json and json-lines, ruff's fields; sarif "
+            "output format (default: text, ruff's full format, which full names too; "
+            "--output-format is ruff's name): concise, one line per finding; json and "
+            "json-lines, ruff's fields; sarif "
             "(GitHub code scanning); github (workflow annotations); gitlab (Code Quality); "
             "junit (JUnit XML); pylint (path:row: [CODE] message); azure (Azure Pipelines "
             "logging commands); grouped (findings under each file name); rdjson (reviewdog)"
