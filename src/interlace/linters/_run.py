@@ -9,18 +9,15 @@ configuration, in a :class:`_Plan`.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-import signal
-import sys
-import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from interlace._processes import pool_context, process_pool
 from interlace.linters._cache import ResultCache, content_key
 from interlace.linters._config import (
     ConfigResolver,
@@ -165,55 +162,12 @@ def _chunks(items: list[_Item], count: int) -> list[list[_Item]]:
     return [chunk for chunk in (ordered[i::count] for i in range(count)) if chunk]
 
 
-def _pool_context() -> multiprocessing.context.BaseContext:
-    # fork is the cheapest start (libcst and the rules are already imported), but forking a
-    # process that runs other threads is unsafe (and warns since Python 3.12).
-    methods = multiprocessing.get_all_start_methods()
-    if "fork" in methods and threading.active_count() == 1:
-        return multiprocessing.get_context("fork")
-    return multiprocessing.get_context("spawn")
+_pool_context = pool_context
+"""How workers start (a module global, so that tests can choose fork or spawn)."""
 
 
-def _init_worker() -> None:
-    # Interrupts are the parent's to handle: it stops the workers itself (a Ctrl-C reaches the
-    # whole process group, and a forked worker inherits the parent's SIGTERM handler).
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
-def _terminated(signum: int, frame: object) -> None:
-    print("interlace: terminated", file=sys.stderr)
-    raise SystemExit(128 + signum)
-
-
-@contextmanager
-def _pool(workers: int) -> Iterator[ProcessPoolExecutor]:
-    """A process pool whose workers are killed, not waited for, when the parent is interrupted
-    (Ctrl-C, or SIGTERM, which then exits 143 instead of leaving the workers orphaned)."""
-    pool = ProcessPoolExecutor(
-        max_workers=workers, mp_context=_pool_context(), initializer=_init_worker
-    )
-    previous = None
-    if (
-        threading.current_thread() is threading.main_thread()
-        and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
-    ):
-        previous = signal.signal(signal.SIGTERM, _terminated)
-    try:
-        yield pool
-    except BaseException:
-        processes = list((getattr(pool, "_processes", None) or {}).values())
-        for process in processes:
-            process.terminate()
-        pool.shutdown(wait=False, cancel_futures=True)
-        for process in processes:
-            process.join(5)
-        raise
-    else:
-        pool.shutdown()
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+def _pool(workers: int) -> AbstractContextManager[ProcessPoolExecutor]:
+    return process_pool(workers, _pool_context())
 
 
 @dataclass

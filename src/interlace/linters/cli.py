@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
+from interlace._processes import jobs_argument
 from interlace.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -55,19 +56,6 @@ _DESCRIPTION = (
     "Each file takes its settings from [tool.interlace.lint] in the closest pyproject.toml "
     "above it; flags win."
 )
-
-
-def _jobs(value: str) -> int:
-    try:
-        jobs = int(value)
-    except ValueError:
-        jobs = 0
-    if jobs < 1:
-        raise argparse.ArgumentTypeError(
-            f"invalid --jobs value {value!r}: expected a whole number of processes >= 1, "
-            "e.g. --jobs 4"
-        )
-    return jobs
 
 
 def _csv(value: str) -> list[str]:
@@ -261,7 +249,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         ),
     )
     parser.add_argument(
-        "--jobs", type=_jobs, metavar="N", help="worker processes (default: all cores)"
+        "--jobs", type=jobs_argument, metavar="N", help="worker processes (default: all cores)"
     )
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     parser.add_argument(

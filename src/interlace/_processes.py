@@ -1,0 +1,84 @@
+"""Process pools for the commands that fan work out over cores (``interlace lint``,
+``interlace reproduce``): the workers leave interrupts to the parent, and the parent kills
+them, not waits for them, when it is interrupted."""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
+
+__all__ = ("jobs_argument", "pool_context", "process_pool")
+
+
+def jobs_argument(value: str) -> int:
+    """argparse's type for ``--jobs``: a whole number of processes, at least 1."""
+    try:
+        jobs = int(value)
+    except ValueError:
+        jobs = 0
+    if jobs < 1:
+        raise argparse.ArgumentTypeError(
+            f"invalid --jobs value {value!r}: expected a whole number of processes >= 1, "
+            "e.g. --jobs 4"
+        )
+    return jobs
+
+
+def pool_context() -> multiprocessing.context.BaseContext:
+    """How to start workers: fork, the cheapest (what the parent imported is there already),
+    where it is safe; spawn where the parent runs other threads, which forking leaves
+    broken (and warns of since Python 3.12)."""
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods and threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")
+
+
+def _init_worker() -> None:
+    # Interrupts are the parent's to handle: it stops the workers itself (a Ctrl-C reaches the
+    # whole process group, and a forked worker inherits the parent's SIGTERM handler).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _terminated(signum: int, frame: object) -> None:
+    print("interlace: terminated", file=sys.stderr)
+    raise SystemExit(128 + signum)
+
+
+@contextmanager
+def process_pool(
+    workers: int, context: multiprocessing.context.BaseContext | None = None
+) -> Iterator[ProcessPoolExecutor]:
+    """A process pool whose workers are killed, not waited for, when the parent is interrupted
+    (Ctrl-C, or SIGTERM, which then exits 143 instead of leaving the workers orphaned)."""
+    pool = ProcessPoolExecutor(
+        max_workers=workers, mp_context=context or pool_context(), initializer=_init_worker
+    )
+    previous = None
+    if (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    ):
+        previous = signal.signal(signal.SIGTERM, _terminated)
+    try:
+        yield pool
+    except BaseException:
+        processes = list((getattr(pool, "_processes", None) or {}).values())
+        for process in processes:
+            process.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            process.join(5)
+        raise
+    else:
+        pool.shutdown()
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
