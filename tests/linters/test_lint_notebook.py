@@ -331,3 +331,15 @@ def test_every_character_of_every_cell_maps_to_itself_in_the_file(text: str) -> 
 def test_any_bytes_named_ipynb_lint_without_raising(data: bytes) -> None:
     result = lint(data)
     assert all(error.kind == "syntax" for error in result.errors)
+
+
+def test_a_key_given_twice_takes_the_last_value_as_json_does() -> None:
+    # JSON allows a key twice and Python's decoder keeps the last value: the walk that places
+    # findings must not take the first `cells` for the last.
+    first = json.dumps([code(["a\n", "b"]), code(["c\n", "d"])])
+    last = json.dumps([markdown(""), {"cell_type": "code"}])
+    text = f'{{"nbformat": 4, "cells": {first}, "cells": {last}}}'
+    read = read_notebook(text.encode(), "nb.ipynb")
+    assert not isinstance(read, FileError)
+    assert [(cell.number, cell.text) for cell in read.cells] == [(2, "")]
+    assert lint(text).errors == ()

@@ -400,11 +400,12 @@ def read_notebook(data: bytes, filename: str) -> Notebook | FileError:
         starts.extend(match.end() for match in LINE_BREAK.finditer(code))
         literals: tuple[tuple[int, int, int], ...] = ()
         value = None
-        if index in spans:
-            value_span, strings = spans[index]
-            value = value_span
+        parts = _parts(cell.get("source", ""))
+        if index in spans and len(spans[index][1]) == len(parts):
+            # (A key given twice, which JSON allows, could leave the walk a stale source.)
+            value, strings = spans[index]
             offsets, total = [], 0
-            for (start, end), part in zip(strings, _parts(cell["source"]), strict=True):
+            for (start, end), part in zip(strings, parts, strict=True):
                 offsets.append((start, end, total))
                 total += len(part)
             literals = tuple(offsets)
@@ -418,6 +419,7 @@ def read_notebook(data: bytes, filename: str) -> Notebook | FileError:
 
 
 def _parts(source: object) -> list[str]:
+    """A cell's ``source`` as its JSON strings (it is text: :func:`_code_of` checked)."""
     return [source] if isinstance(source, str) else list(source)  # type: ignore[call-overload]
 
 
