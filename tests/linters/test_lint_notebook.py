@@ -343,3 +343,33 @@ def test_a_key_given_twice_takes_the_last_value_as_json_does() -> None:
     assert not isinstance(read, FileError)
     assert [(cell.number, cell.text) for cell in read.cells] == [(2, "")]
     assert lint(text).errors == ()
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner),
+    max_leaves=6,
+)
+_CELL = st.fixed_dictionaries(
+    {},
+    optional={
+        "cell_type": st.sampled_from(["code", "markdown", "raw"]) | _JSON,
+        "source": st.lists(_LINE.map(lambda line: line + "\n"), max_size=3) | _LINE | _JSON,
+        "metadata": _JSON,
+    },
+)
+
+
+@given(
+    st.fixed_dictionaries(
+        {"nbformat": st.just(4) | _JSON},
+        optional={"cells": st.lists(_CELL | _JSON, max_size=4), "metadata": _JSON},
+    ),
+    st.sampled_from([None, 1]),
+)
+@settings(max_examples=300, deadline=None)
+def test_any_json_named_ipynb_lints_without_raising(document: Any, indent: int | None) -> None:
+    result = lint(json.dumps(document, indent=indent))
+    assert all(error.kind == "syntax" for error in result.errors)
+    for finding in result.findings:
+        assert finding.cell is not None
