@@ -17,8 +17,10 @@ from typing import Any
 
 import pytest
 
+from interlace._core.schedule import Settings, encode_token
 from interlace.harness import cli
 from interlace.harness._instrument import uninstrumentable
+from interlace.harness._threads import MSG_STALL_TIMEOUT
 
 SCENARIOS = """
 import asyncio
@@ -367,6 +369,57 @@ def test_explore_max_time_reports_a_longer_schedule_as_a_hang(
     assert json.loads(out)["failure"]["kind"] == "hang"
 
 
+SLOW = """
+import asyncio
+import time
+
+_clock = time.perf_counter  # taken at import: during an exploration it reads virtual time
+
+
+async def computes_for_a_second_and_a_half():
+    await asyncio.sleep(0)
+    end = _clock() + 1.5
+    while _clock() < end:  # one step of real work, which ends on its own
+        pass
+"""
+
+
+@pytest.mark.parametrize("command", ["explore", "replay"])
+def test_stall_timeout_stops_a_longer_step_and_the_message_names_it(
+    project: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    (project / "slow.py").write_text(SLOW, encoding="utf-8")
+    token = [encode_token(Settings(backend="asyncio"), ())] if command == "replay" else []
+    code, out, err = invoke(
+        capsys,
+        command,
+        "slow:computes_for_a_second_and_a_half",
+        *token,
+        "--stall-timeout=0.5",
+        *(["--max-schedules=1"] if command == "explore" else []),
+    )
+    assert code == cli.EXIT_ERROR
+    assert out == ""
+    assert err.startswith(f"interlace {command}: error: task 'main' ran for 0.")
+    assert err.endswith(MSG_STALL_TIMEOUT.format(timeout=0.5, more=2) + "\n")
+
+
+@pytest.mark.usefixtures("project")
+@pytest.mark.parametrize("command", ["explore", "replay"])
+@pytest.mark.parametrize("value", ["0", "-1", "x", "inf"])
+def test_a_stall_timeout_that_is_not_a_positive_number_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], command: str, value: str
+) -> None:
+    token = ["il1.unused"] if command == "replay" else []
+    code, out, err = invoke(capsys, command, "scenarios:correct", *token, "--stall-timeout", value)
+    assert code == cli.EXIT_ERROR
+    assert out == ""
+    assert (
+        f"interlace {command}: error: argument --stall-timeout: {value!r} is not a number of "
+        "seconds > 0\n"
+    ) in err
+
+
 @pytest.mark.usefixtures("project")
 def test_explore_max_seconds_stops_after_the_first_schedule_when_spent(
     capsys: pytest.CaptureFixture[str],
@@ -653,9 +706,12 @@ def test_help_explains_every_flag(capsys: pytest.CaptureFixture[str], subcommand
         assert "--jitter SECONDS timers due within" in text
         assert "--instrument NAMES for a plain (threaded) function: modules or paths" in text
         assert "a plain function runs with every thread it starts under control" in text
+        assert "--stall-timeout SECONDS real seconds one step may run without" in text
     else:
         assert "TOKEN the replay token" in text
         assert "--instrument NAMES the same --instrument the exploration had" in text
+        assert "--stall-timeout SECONDS real seconds one step may run without" in text
+        assert "(the token does not carry it)" in text
     assert "MODULE:FUNCTION the function to run, async def or plain (threads):" in text
 
 

@@ -178,6 +178,28 @@ def test_a_module_that_cannot_be_instrumented_is_refused_with_the_reason(name: s
     assert not ran
 
 
+@pytest.mark.parametrize("value", [0, -1, 0.0, "x", True, None, float("inf"), float("nan")])
+def test_a_stall_timeout_that_is_not_a_positive_number_of_seconds_is_refused(value: Any) -> None:
+    ran: list[int] = []
+
+    def target() -> None:
+        ran.append(1)
+
+    with pytest.raises(ConfigError) as explored:
+        interlace.explore(target, seed=1, stall_timeout=value)
+    assert str(explored.value) == (
+        f"stall_timeout={value!r} (explore() argument) is invalid: expected a number of "
+        "seconds > 0, e.g. stall_timeout=60"
+    )
+    with pytest.raises(ConfigError) as replayed:
+        interlace.replay(target, "il1.unused", stall_timeout=value)
+    assert str(replayed.value) == (
+        f"stall_timeout={value!r} (replay() argument) is invalid: expected a number of "
+        "seconds > 0, e.g. stall_timeout=60"
+    )
+    assert not ran
+
+
 def _queue_round_trip() -> None:
     items: queue.Queue[int] = queue.Queue(maxsize=1)
     got: list[int] = []

@@ -2,7 +2,7 @@
 
 A stock loop stuck so hangs for good; an exploration says where and what to do instead, as
 ``UnsupportedOperationError`` (the code cannot be explored as written, it is no failing
-schedule). The threshold is lowered here from its 20 s.
+schedule). The tests pass a ``stall_timeout`` far below its default of 20 s.
 """
 
 from __future__ import annotations
@@ -13,21 +13,18 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
 import interlace
+from interlace._core.schedule import Settings, encode_token
 from interlace.errors import UnsupportedOperationError
-from interlace.harness import _asyncio_backend
+from interlace.harness import _threads
 
 pytestmark = pytest.mark.skipif(
     not hasattr(__import__("signal"), "pthread_kill"), reason="interrupts the main thread"
 )
-
-
-@pytest.fixture(autouse=True)
-def _a_second(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_asyncio_backend, "_STALL_SECONDS", 1.0)
 
 
 async def blocking_recv() -> None:
@@ -74,11 +71,11 @@ def test_a_task_stuck_in_one_step_ends_the_exploration_saying_where(
 ) -> None:
     started = time.monotonic()
     with pytest.raises(UnsupportedOperationError) as raised:
-        interlace.explore(target, seed=1, max_schedules=5)  # type: ignore[arg-type]
+        interlace.explore(target, seed=1, max_schedules=5, stall_timeout=1)  # type: ignore[arg-type]
     assert time.monotonic() - started < 30
     message = str(raised.value)
     where = re.match(
-        r"task 'main' ran for \d+ s at (\S*test_loop_watchdog\.py):(\d+) without returning to "
+        r"task 'main' ran for [\d.]+ s at (\S*test_loop_watchdog\.py):(\d+) without returning to "
         r"the event loop: ",
         message,
     )
@@ -112,3 +109,46 @@ def test_no_watching_thread_runs_beside_the_threads_of_a_run() -> None:
     assert interlace.explore(with_a_thread, seed=1, max_schedules=3).failure is None
     assert seen
     assert set(seen) <= {before + 1, before + 2}  # the thread, and to_thread's worker
+
+
+# -- a long step of correct code: the stall timeout is the user's to set ------------------------
+
+_real_perf_counter = time.perf_counter
+"""Taken at import: during an exploration ``time.perf_counter`` reads the virtual clock."""
+
+
+async def computes_for_a_second_and_a_half() -> None:
+    await asyncio.sleep(0)
+    end = _real_perf_counter() + 1.5
+    while _real_perf_counter() < end:  # one step of real work, which ends on its own
+        pass
+
+
+def _explore(stall_timeout: float) -> object:
+    exploration = interlace.explore(
+        computes_for_a_second_and_a_half, seed=1, max_schedules=1, stall_timeout=stall_timeout
+    )
+    return exploration.failure
+
+
+def _replay(stall_timeout: float) -> object:
+    token = encode_token(Settings(backend="asyncio"), ())  # stock order
+    return interlace.replay(computes_for_a_second_and_a_half, token, stall_timeout=stall_timeout)
+
+
+@pytest.mark.parametrize("run", [_explore, _replay])
+def test_a_step_longer_than_the_stall_timeout_ends_the_run_naming_the_timeout(
+    run: Callable[[float], object],
+) -> None:
+    started = time.monotonic()
+    with pytest.raises(UnsupportedOperationError) as raised:
+        run(0.5)
+    assert time.monotonic() - started < 5
+    message = str(raised.value)
+    assert message.startswith("task 'main' ran for 0.")
+    assert message.endswith(_threads.MSG_STALL_TIMEOUT.format(timeout=0.5, more=2))
+
+
+@pytest.mark.parametrize("run", [_explore, _replay])
+def test_a_step_within_the_stall_timeout_runs_to_its_end(run: Callable[[float], object]) -> None:
+    assert run(5) is None

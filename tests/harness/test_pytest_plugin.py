@@ -25,7 +25,9 @@ import interlace
 # pytester restores sys.modules after each test; importing the harness before any test keeps
 # this process on one copy of it (tests/harness/test_threads_plugin_findings.py says why).
 import interlace.harness.api
+from interlace._core.schedule import Settings, encode_token
 from interlace.harness import pytest_plugin as plugin
+from interlace.harness._threads import MSG_STALL_TIMEOUT
 
 # Plugins installed for benchmarks; unrelated to what these tests check and slow to load.
 _QUIET: tuple[str, ...] = ("-p", "no:benchmark", "-p", "no:detangle")
@@ -288,6 +290,70 @@ def test_a_wall_clock_budget_from_the_command_line_ends_explorations(
     result.stdout.fnmatch_lines(["*= interlace =*", spent, own])
 
 
+STALLS = """
+import asyncio
+import time
+
+import pytest
+
+_clock = time.perf_counter  # taken at import: during an exploration it reads virtual time
+
+
+async def compute_for_a_second_and_a_half():
+    await asyncio.sleep(0)
+    end = _clock() + 1.5
+    while _clock() < end:  # one step of real work, which ends on its own
+        pass
+
+
+@pytest.mark.interlace(max_schedules=1, stall_timeout=0.5)
+async def test_marker():
+    await compute_for_a_second_and_a_half()
+
+
+@pytest.mark.interlace(max_schedules=1)
+async def test_command_line():
+    await compute_for_a_second_and_a_half()
+
+
+@pytest.mark.interlace(max_schedules=1, stall_timeout=5)
+async def test_marker_beats_command_line():
+    await compute_for_a_second_and_a_half()
+"""
+
+
+def _stalled(nodeid: str) -> str:
+    """The start of the message of a test the stall timeout of 0.5 s stopped."""
+    return plugin.MSG_HARNESS_ERROR.format(nodeid=nodeid, error="task 'main' ran for 0.")
+
+
+def test_the_stall_timeout_from_the_marker_or_the_command_line_stops_a_long_step(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini(INI)
+    pytester.makepyfile(test_stalls=STALLS)
+    result = run(pytester, "--interlace-stall-timeout=0.5")
+    result.assert_outcomes(failed=2, passed=1)
+    output = result.stdout.str()
+    assert _stalled("test_stalls.py::test_marker") in output
+    assert _stalled("test_stalls.py::test_command_line") in output
+    assert output.count(MSG_STALL_TIMEOUT.format(timeout=0.5, more=2)) == 2
+
+
+def test_a_replay_keeps_the_stall_timeout_of_the_command_line(pytester: pytest.Pytester) -> None:
+    pytester.makeini(INI)
+    pytester.makepyfile(test_stalls=STALLS)
+    token = encode_token(Settings(backend="asyncio"), ())  # stock order
+    result = run(
+        pytester,
+        "test_stalls.py::test_command_line",
+        f"--interlace-replay={token}",
+        "--interlace-stall-timeout=0.5",
+    )
+    result.assert_outcomes(failed=1)
+    assert _stalled("test_stalls.py::test_command_line") in result.stdout.str()
+
+
 def test_explored_tests_see_the_controlled_loop_and_their_neighbours_do_not(
     pytester: pytest.Pytester,
 ) -> None:
@@ -441,6 +507,11 @@ def test_marker_mistakes_fail_that_test_with_a_message_naming_the_marker(
             pass
 
 
+        @pytest.mark.interlace(stall_timeout=0)
+        async def test_zero_stall_timeout():
+            pass
+
+
         @pytest.mark.interlace(instrument="httpx")
         def test_instrument_not_a_list():
             pass
@@ -462,7 +533,7 @@ def test_marker_mistakes_fail_that_test_with_a_message_naming_the_marker(
         """
     )
     result = run(pytester)
-    result.assert_outcomes(passed=2, errors=8)
+    result.assert_outcomes(passed=2, errors=9)
     source = plugin.SOURCE_MARKER
     strategies = "'auto', 'random', 'pct', 'delay', 'exhaustive'"
     expected = [
@@ -476,6 +547,7 @@ def test_marker_mistakes_fail_that_test_with_a_message_naming_the_marker(
             setting="strategy", value="bfs", source=source, choices=strategies
         ),
         plugin.MSG_NOT_NUMBER.format(setting="jitter", value=-1, source=source, minimum=0.0),
+        plugin.MSG_NOT_TIMEOUT.format(setting="stall_timeout", value=0, source=source, minimum=0.0),
         plugin.MSG_NOT_MODULES.format(
             setting="instrument",
             value="httpx",
@@ -546,6 +618,19 @@ def _configure(pytester: pytest.Pytester, *args: str) -> plugin._Runner:
             ["--interlace-max-seconds=2.5"],
             {"max_seconds": 2.5},
         ),
+        ({"interlace_stall_timeout": "60"}, {}, [], {"stall_timeout": 60.0}),
+        (
+            {"interlace_stall_timeout": "60"},
+            {"INTERLACE_STALL_TIMEOUT": "90"},
+            [],
+            {"stall_timeout": 90.0},
+        ),
+        (
+            {"interlace_stall_timeout": "60"},
+            {"INTERLACE_STALL_TIMEOUT": "90"},
+            ["--interlace-stall-timeout=0.5"],
+            {"stall_timeout": 0.5},
+        ),
     ],
 )
 def test_command_line_beats_environment_beats_ini(
@@ -579,6 +664,10 @@ def test_command_line_beats_environment_beats_ini(
         ("ini", "max_seconds", "soon", plugin.MSG_NOT_NUMBER),
         ("env", "max_seconds", "-1", plugin.MSG_NOT_NUMBER),
         ("option", "max_seconds", "inf", plugin.MSG_NOT_NUMBER),
+        ("ini", "stall_timeout", "x", plugin.MSG_NOT_TIMEOUT),
+        ("env", "stall_timeout", "-1", plugin.MSG_NOT_TIMEOUT),
+        ("option", "stall_timeout", "0", plugin.MSG_NOT_TIMEOUT),
+        ("option", "stall_timeout", "inf", plugin.MSG_NOT_TIMEOUT),
         ("ini", "instrument", ", ,", plugin.MSG_NOT_MODULES),
         ("env", "instrument", "httpx,my lib", plugin.MSG_NOT_MODULES),
         ("option", "instrument", "httpx;anyio", plugin.MSG_NOT_MODULES),
@@ -605,7 +694,7 @@ def test_a_bad_value_names_its_setting_and_source(
     else:
         args = [f"{plugin._option(knob)}={value}"]
         setting, where = plugin._option(knob), plugin.SOURCE_COMMAND_LINE
-    minimum: object = {"seed": 0, "max_seconds": 0.0}.get(knob, 1)
+    minimum: object = {"seed": 0, "max_seconds": 0.0, "stall_timeout": 0.0}.get(knob, 1)
     expected = message.format(
         setting=setting,
         value=value,

@@ -7,9 +7,11 @@ harness once reported as a failure, or made it hang.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import concurrent.futures.thread
 import importlib
+import inspect
 import logging
 import os
 import re
@@ -27,6 +29,7 @@ from typing import Any
 import pytest
 
 import interlace
+from interlace._core.schedule import Settings, encode_token
 from interlace.harness import _threads
 
 SEED = 7
@@ -621,14 +624,17 @@ def _two_threads_get(cache: Any) -> None:
     assert cache.items == {"k": "kk"}
 
 
+# A wait for a lock is checked after about 2 s whatever the stall timeout (it never ends by
+# itself); a shorter timeout comes first, and the wait is still named as such.
+@pytest.mark.parametrize("stall_timeout", [_threads._STALL_SECONDS, 0.5])
 def test_a_stall_names_the_thread_and_the_module_that_took_the_lock(
-    locking_library: types.ModuleType,
+    locking_library: types.ModuleType, stall_timeout: float
 ) -> None:
     def scenario() -> None:
         _two_threads_get(locking_library.Cache(_double))
 
     with pytest.raises(interlace.errors.UnsupportedOperationError) as raised:
-        interlace.explore(scenario, seed=SEED, max_schedules=50)
+        interlace.explore(scenario, seed=SEED, max_schedules=50, stall_timeout=stall_timeout)
     message = str(raised.value)
     assert re.search(
         r"\(in locking_library, outside the code under test\) for a threading\.Lock that "
@@ -644,12 +650,10 @@ def test_a_stall_names_the_thread_and_the_module_that_took_the_lock(
 
 
 def test_a_thread_that_loops_in_library_code_is_not_reported_waiting_for_a_lock(
-    locking_library: types.ModuleType, monkeypatch: pytest.MonkeyPatch
+    locking_library: types.ModuleType,
 ) -> None:
     # It passes through acquires of a lock that is held, by itself, a moment before: it waits
     # for no other thread, and instrumenting threading (named before) cannot be the answer.
-    monkeypatch.setattr(_threads, "_STALL_SECONDS", 4.0)
-
     def scenario() -> None:
         flag = locking_library.Flag()
         thread = threading.Thread(target=setattr, args=(flag, "up", True))
@@ -658,7 +662,7 @@ def test_a_thread_that_loops_in_library_code_is_not_reported_waiting_for_a_lock(
         thread.join()
 
     with pytest.raises(interlace.errors.UnsupportedOperationError) as raised:
-        interlace.explore(scenario, seed=SEED, max_schedules=5)
+        interlace.explore(scenario, seed=SEED, max_schedules=5, stall_timeout=4.0)
     message = str(raised.value)
     assert message.startswith("thread 'MainThread' ran for 4 s at ")
     assert "instrument" not in message.split(". Where it is:")[0]
@@ -713,17 +717,93 @@ def server_in_the_main_thread() -> None:
     thread.join()
 
 
-def test_a_main_thread_stuck_in_real_io_is_interrupted_and_reported(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(_threads, "_STALL_SECONDS", 1.0)
+def test_a_main_thread_stuck_in_real_io_is_interrupted_and_reported() -> None:
     before = threading.active_count()
     with pytest.raises(interlace.errors.UnsupportedOperationError) as raised:
-        interlace.explore(server_in_the_main_thread, seed=SEED, max_schedules=5)
+        interlace.explore(server_in_the_main_thread, seed=SEED, max_schedules=5, stall_timeout=1)
     message = str(raised.value)
     assert re.search(r"thread 'MainThread' ran for 1 s at \S*test_threads_audit\.py:\d+ ", message)
     assert "a server's accept for a client thread" in message
     assert threading.active_count() == before
+
+
+# -- a thread busy in library code for longer than the stall timeout ---------------------------
+
+SPINNING_LIBRARY = """
+import time
+
+_clock = time.perf_counter  # taken at import: during an exploration it reads virtual time
+
+
+def spin(seconds):
+    end = _clock() + seconds
+    while _clock() < end:
+        pass
+"""
+
+
+@pytest.fixture
+def spinning_library(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
+    library = tmp_path / "site-packages"  # no schedule points: one step of real work
+    library.mkdir()
+    (library / "spinning_library.py").write_text(SPINNING_LIBRARY, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(library))
+    monkeypatch.delitem(sys.modules, "spinning_library", raising=False)
+    return importlib.import_module("spinning_library")
+
+
+def _in_a_thread(library: types.ModuleType) -> Callable[[], Any]:
+    def scenario() -> None:
+        _start_and_join(lambda: library.spin(1.5))
+
+    return scenario
+
+
+def _in_an_executor_job(library: types.ModuleType) -> Callable[[], Any]:
+    async def scenario() -> None:
+        await asyncio.to_thread(library.spin, 1.5)
+
+    return scenario
+
+
+_SCENARIOS = [_in_a_thread, _in_an_executor_job]
+
+
+def _explore(target: Callable[[], Any], stall_timeout: float) -> object:
+    exploration = interlace.explore(target, seed=SEED, max_schedules=1, stall_timeout=stall_timeout)
+    return exploration.failure
+
+
+def _replay(target: Callable[[], Any], stall_timeout: float) -> object:
+    backend = "asyncio" if inspect.iscoroutinefunction(target) else "threads"
+    token = encode_token(Settings(backend=backend), ())  # stock order
+    return interlace.replay(target, token, stall_timeout=stall_timeout)
+
+
+@pytest.mark.parametrize("scenario", _SCENARIOS)
+@pytest.mark.parametrize("run", [_explore, _replay])
+def test_a_thread_busy_longer_than_the_stall_timeout_ends_the_run_naming_the_timeout(
+    spinning_library: types.ModuleType,
+    scenario: Callable[[types.ModuleType], Callable[[], Any]],
+    run: Callable[[Callable[[], Any], float], object],
+) -> None:
+    target = scenario(spinning_library)
+    started = time.monotonic()
+    with pytest.raises(interlace.errors.UnsupportedOperationError) as raised:
+        run(target, 0.5)
+    assert time.monotonic() - started < 5
+    message = str(raised.value)
+    assert re.match(r"thread '[^']+' ran for 0\.5 s at ", message), message
+    advice = _threads.MSG_STALL_TIMEOUT.format(timeout=0.5, more=2)
+    assert f". {advice}. Where it is:\n" in message
+
+
+@pytest.mark.parametrize("scenario", _SCENARIOS)
+def test_a_thread_busy_within_the_stall_timeout_runs_to_its_end(
+    spinning_library: types.ModuleType,
+    scenario: Callable[[types.ModuleType], Callable[[], Any]],
+) -> None:
+    assert _explore(scenario(spinning_library), 5) is None
 
 
 # -- executors and pools made outside the exploration -------------------------------------------

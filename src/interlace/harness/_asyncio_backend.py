@@ -177,9 +177,11 @@ def _deviation_text(decision: Decision) -> str:
     return f"timer {decision.choice} of those due within the jitter window fired first"
 
 
-_STALL_SECONDS = 20.0
-"""How long one step of a run may take, in real time, before it counts as blocked for real."""
+_STALL_SECONDS = _threads._STALL_SECONDS
+"""The default ``stall_timeout`` (the same for both backends): how long one step of a run may
+take, in real time, before it counts as blocked for real."""
 _WATCH_POLL = 1.0
+_WATCH_POLL_MIN = 0.05
 
 MSG_LOOP_STALLED = (
     "{task} ran for {seconds:g} s at {where} without returning to the event loop: a call "
@@ -187,7 +189,7 @@ MSG_LOOP_STALLED = (
     "or computes that long inside async code stops every task, in interlace's loop as in a "
     "stock one, so no schedule can go on. Await the asyncio form instead (loop.sock_recv, "
     "asyncio streams, asyncio.create_subprocess_exec, asyncio.Lock), or run the call in a "
-    "thread: 'await asyncio.to_thread(...)'"
+    "thread: 'await asyncio.to_thread(...)'. {advice}"
 )
 
 
@@ -195,17 +197,22 @@ class Watchdog:
     """Notices a run whose loop is stuck in one step (a blocking call in a task) and ends it.
 
     A stock loop stuck so hangs too, but an exploration must not: a thread of its own (a bare
-    ``_thread`` one, which ``threading`` does not count) looks once a second whether the
-    run's loop has taken a step; after ``_STALL_SECONDS`` without one, outside the loop's own
-    waits (executor jobs, which have their timeout), it sets the loop's error and interrupts
-    the main thread's call (``_interrupt.send_to_main``), again each second until the step
-    ends. Only for explorations in the main thread (signals reach no other), and only until
-    a run puts threads under control: the thread scheduler watches its threads itself, and a
-    thread it does not control would make every schedule point of theirs slower.
+    ``_thread`` one, which ``threading`` does not count) looks once a second (more often for a
+    stall timeout under 4 s) whether the run's loop has taken a step; after ``stall_timeout``
+    seconds without one, outside the loop's own waits (executor jobs, which have their
+    timeout), it sets the loop's error and interrupts the main thread's call
+    (``_interrupt.send_to_main``), again each second until the step ends. Only for
+    explorations in the main thread (signals reach no other), and only until a run puts
+    threads under control: the thread scheduler watches its threads itself, and a thread it
+    does not control would make every schedule point of theirs slower.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, stall_timeout: float = _STALL_SECONDS) -> None:
         self.loop: ControlledEventLoop | None = None
+        self.stall_timeout = stall_timeout
+        # A step is seen up to a poll after it began, and reported at the first poll past
+        # the timeout: a quarter of a short timeout keeps that within half of it over.
+        self._poll = max(_WATCH_POLL_MIN, min(_WATCH_POLL, stall_timeout / 4))
         self._main = _thread.get_ident()
         self._stop = _thread.allocate_lock()
         self._stop.acquire()
@@ -225,14 +232,14 @@ class Watchdog:
         try:
             seen: tuple[ControlledEventLoop | None, int] = (None, -1)
             since = _threads._real_monotonic()
-            while not self._stop.acquire(timeout=_WATCH_POLL):
+            while not self._stop.acquire(timeout=self._poll):
                 loop = self.loop
                 now = _threads._real_monotonic()
                 mark = (loop, loop._step if loop is not None else -1)
                 if mark != seen:
                     seen, since = mark, now
                     continue
-                if loop is None or now - since < _STALL_SECONDS:
+                if loop is None or now - since < self.stall_timeout:
                     continue
                 frame = sys._current_frames().get(self._main)
                 if frame is None or _waits_in_loop(frame):
@@ -240,10 +247,10 @@ class Watchdog:
                     continue
                 if loop.error is None:
                     loop.error = UnsupportedOperationError(
-                        _stalled_message(loop, frame, now - since)
+                        _stalled_message(loop, frame, now - since, self.stall_timeout)
                     )
                 _interrupt.send_to_main(loop.error)
-                since = now - _STALL_SECONDS + _WATCH_POLL  # once a second from now on
+                since = now - self.stall_timeout + _WATCH_POLL  # once a second from now on
         finally:
             self._ended.release()
 
@@ -261,12 +268,19 @@ def _waits_in_loop(frame: types.FrameType | None) -> bool:
     return False
 
 
-def _stalled_message(loop: ControlledEventLoop, frame: types.FrameType, seconds: float) -> str:
+def _stalled_message(
+    loop: ControlledEventLoop, frame: types.FrameType, seconds: float, timeout: float
+) -> str:
     task = asyncio.tasks._current_tasks.get(loop)  # type: ignore[attr-defined]
     who = f"task {task.get_name()!r}" if task is not None else "a callback of the event loop"
     at = _instrument.user_frame(frame) or frame
     where = f"{short_path(at.f_code.co_filename)}:{at.f_lineno}"
-    return MSG_LOOP_STALLED.format(task=who, seconds=round(seconds), where=where)
+    return MSG_LOOP_STALLED.format(
+        task=who,
+        seconds=round(seconds, 1),
+        where=where,
+        advice=_threads.stall_timeout_advice(timeout),
+    )
 
 
 class AsyncioBackend:
@@ -283,10 +297,14 @@ class AsyncioBackend:
         settings: Settings,
         *,
         threads: bool = False,
+        stall_timeout: float = _STALL_SECONDS,
     ) -> None:
         self.target = target
         self.settings = settings
         self.threads = threads
+        self.stall_timeout = stall_timeout
+        """The stall timeout of a run's threads once it starts some (``MixedRun``); the session
+        gives the same one to the watchdog."""
         self.watchdog: Watchdog | None = None
         """Set by the session (``api``) for an exploration in the main thread; stopped as a
         run first puts threads under control, and when the session ends."""
@@ -314,7 +332,9 @@ class AsyncioBackend:
         loop = ControlledEventLoop(chooser, self.settings)
         mixed: MixedRun | None = None
         if self.threads:
-            mixed = MixedRun(loop, chooser, self.settings, record, self.target)
+            mixed = MixedRun(
+                loop, chooser, self.settings, record, self.target, stall_timeout=self.stall_timeout
+            )
             mixed.arm()
         recorder = _Recorder(loop) if record else None
         loop.observer = recorder

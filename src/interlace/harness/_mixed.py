@@ -47,11 +47,17 @@ class LoopController(_threads.Controller):
     kind = THREAD
 
     def __init__(
-        self, loop: ControlledEventLoop, chooser: Chooser, settings: Settings, record: bool
+        self,
+        loop: ControlledEventLoop,
+        chooser: Chooser,
+        settings: Settings,
+        record: bool,
+        *,
+        stall_timeout: float = _threads._STALL_SECONDS,
     ) -> None:
         self.loop = loop
         step, now = loop._step, loop._now
-        super().__init__(chooser, settings, record)
+        super().__init__(chooser, settings, record, stall_timeout=stall_timeout)
         loop._step, loop._now = step, now  # the base class starts both at 0
         self.slice_end = step + settings.time_slice
         self._refresh()
@@ -113,12 +119,15 @@ class MixedRun:
         settings: Settings,
         record: bool,
         target: Callable[[], Any],
+        *,
+        stall_timeout: float = _threads._STALL_SECONDS,
     ) -> None:
         self.loop = loop
         self.chooser = chooser
         self.settings = settings
         self.record = record
         self.target = target
+        self.stall_timeout = stall_timeout
         self.ctl: LoopController | None = None
         self._previous_trace: Any = None
         self._counter: Any = None
@@ -149,7 +158,9 @@ class MixedRun:
         if self.on_activate is not None:
             self.on_activate()
         loop = self.loop
-        ctl = LoopController(loop, self.chooser, self.settings, self.record)
+        ctl = LoopController(
+            loop, self.chooser, self.settings, self.record, stall_timeout=self.stall_timeout
+        )
         main = ctl.add(threading.current_thread().name, None, False)
         main.ident = threading.get_ident()
         _threads._line_hooks(ctl, foreign=len(sys._current_frames()) > 1)

@@ -30,6 +30,7 @@ import dis
 import inspect
 import itertools
 import logging
+import math
 import os
 import queue
 import re
@@ -69,6 +70,15 @@ _real_time = time.time
 _RUNNABLE, _BLOCKED, _DONE = 0, 1, 2
 _POLL_SECONDS = 0.25
 _STALL_SECONDS = 20.0
+"""The default ``stall_timeout``: how long one step may run, in real time, without reaching a
+schedule point before it counts as blocked for real."""
+MSG_STALL_TIMEOUT = (
+    "If it only takes long (the step ends on its own), allow more than the stall timeout of "
+    "{timeout:g} s: stall_timeout={more} in explore() or replay(), '--stall-timeout {more}' "
+    "for 'interlace explore' or 'interlace replay', or @pytest.mark.interlace(stall_timeout="
+    "{more})"
+)
+"""The sentence a stall report of either backend ends with (before the stack, if any)."""
 _OUTSIDE_SECONDS = 0.5
 """How long every thread of a run may wait for a thread outside it (``_woken_from_outside``)."""
 _OUTSIDE_POLL = 0.001
@@ -78,7 +88,9 @@ _OUTSIDE_ENDS = frozenset({"lock", "condition", "io", "flock", "loop"})
 """The kinds of wait a thread outside the run can end (a release, a notify, a write)."""
 _LOCK_STALL_SECONDS = 2.0
 """How long a thread may wait for a lock taken outside the code under test before that
-counts as stuck: only a thread outside the run could still release it."""
+counts as stuck: only a thread outside the run could still release it. Not raised with the
+stall timeout (such a wait never ends by itself), but never later than it
+(``Controller.check_after``)."""
 _TRACE_LIMIT = 400
 _UNWIND_SECONDS = 5.0
 _REAL_TIMEOUT_SECONDS = 1.0
@@ -199,9 +211,25 @@ class Controller:
     """A stock event loop in a controlled thread ran two tasks or more at once: the orders of
     their steps were not explored (a stock loop runs them in its own FIFO order)."""
 
-    def __init__(self, chooser: Chooser, settings: Settings, record: bool) -> None:
+    def __init__(
+        self,
+        chooser: Chooser,
+        settings: Settings,
+        record: bool,
+        *,
+        stall_timeout: float = _STALL_SECONDS,
+    ) -> None:
         self.chooser = chooser
         self.settings = settings
+        self.stall_timeout = stall_timeout
+        """Real seconds a thread may run without a schedule point before it is reported stuck."""
+        self.check_after = min(
+            _LOCK_STALL_SECONDS, max(stall_timeout - _POLL_SECONDS, _POLL_SECONDS)
+        )
+        """Real seconds without a step after which the waiting threads check the running one
+        (``_check_stalled``) at each poll: the lock check's delay, or a poll before the stall
+        timeout if that comes first, so that a wait for a lock is still seen twice (and named
+        as such) by the time the timeout is reached."""
         self.step = 0
         self.slice_end = settings.time_slice
         self.attention = 0
@@ -566,7 +594,7 @@ class Controller:
             current = self.current
             watching = t.actor == 0 or (current is not None and current.actor == 0)
             if (
-                waited >= _LOCK_STALL_SECONDS
+                waited >= self.check_after
                 and watching
                 and not self.aborting
                 and self._check_stalled(t, waited)
@@ -600,15 +628,17 @@ class Controller:
                 or (seen[2] is not None and sample[2] is not None and sample[2] - seen[2] > 0.01)
             ):
                 lock_wait = None
-                if waited < _STALL_SECONDS:
+                if waited < self.stall_timeout:
                     return False
-        elif waited < _STALL_SECONDS:
+        elif waited < self.stall_timeout:
             return False
         with self._stall_lock:
             if self.aborting:
                 return False
             self.stuck = current
-            self.error = UnsupportedOperationError(_stall_message(self, current, frame, lock_wait))
+            self.error = UnsupportedOperationError(
+                _stall_message(self, current, frame, lock_wait, waited)
+            )
             self._abort()
         if t.actor == 0:
             return False
@@ -1403,6 +1433,7 @@ def _stall_message(
     stuck: _Thread,
     frame: types.FrameType | None,
     lock_wait: tuple[Any, types.FrameType] | None,
+    waited: float,
 ) -> str:
     import traceback
 
@@ -1437,15 +1468,22 @@ def _stall_message(
             )
     else:
         text = (
-            f"thread {stuck.name!r} ran for {_STALL_SECONDS:g} s at {where} without reaching "
-            "a schedule point: it is blocked outside interlace's control (real I/O, a lock "
-            "reached through an expression interlace cannot read, or a C extension). No other "
-            "thread of the target runs meanwhile (interlace runs one at a time), so a wait for "
-            "one of them (a server's accept for a client thread) never ends. Run the blocking "
-            "part outside the explored target (a server in a fixture), or use the "
-            "threading/queue primitives, which interlace controls"
+            f"thread {stuck.name!r} ran for {waited:g} s at {where} without reaching "
+            "a schedule point: it is blocked or busy outside interlace's control (real I/O, a "
+            "lock reached through an expression interlace cannot read, a C extension, or long "
+            "work in a library). No other thread of the target runs meanwhile (interlace runs "
+            "one at a time), so a wait for one of them (a server's accept for a client thread) "
+            "never ends. Run the blocking part outside the explored target (a server in a "
+            "fixture), or use the threading/queue primitives, which interlace controls. "
+            + stall_timeout_advice(ctl.stall_timeout)
         )
     return text + (f". Where it is:\n{stack}" if stack else "")
+
+
+def stall_timeout_advice(timeout: float) -> str:
+    """The sentence of a stall report that says how to allow a longer step."""
+    # Three times the timeout, in whole seconds: well above it, and easy to read and type.
+    return MSG_STALL_TIMEOUT.format(timeout=timeout, more=math.ceil(3 * timeout))
 
 
 def _unhandled(
@@ -2653,16 +2691,23 @@ def _patch_user_globals() -> list[tuple[Any, str, Any]]:
 class ThreadsBackend:
     """Runs a zero-argument function once per schedule with its threads under control."""
 
-    def __init__(self, target: Callable[[], Any], settings: Settings) -> None:
+    def __init__(
+        self,
+        target: Callable[[], Any],
+        settings: Settings,
+        *,
+        stall_timeout: float = _STALL_SECONDS,
+    ) -> None:
         self.target = target
         self.settings = settings
+        self.stall_timeout = stall_timeout
 
     def run(self, chooser: Chooser, *, record: bool = False) -> RunResult:
         global _baton
         from interlace.harness._asyncio_backend import is_passthrough, refusal
 
         _interrupt.check()
-        ctl = Controller(chooser, self.settings, record)
+        ctl = Controller(chooser, self.settings, record, stall_timeout=self.stall_timeout)
         ctl.target = str(getattr(self.target, "__qualname__", None) or repr(self.target))
         main = ctl.add("MainThread", None, False)
         main.ident = _get_ident()
@@ -2784,7 +2829,7 @@ def wait_for_end(ctl: Controller) -> None:
         _interrupt.check()
         waited = waited + _POLL_SECONDS if ctl.step == last else 0.0
         last = ctl.step
-        if waited >= _LOCK_STALL_SECONDS:
+        if waited >= ctl.check_after:
             ctl._check_stalled(ctl.threads[0], waited)
 
 

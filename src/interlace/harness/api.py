@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import math
 import random
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -26,12 +27,13 @@ from interlace.errors import (
 )
 from interlace.harness import _instrument, _interrupt
 from interlace.harness._asyncio_backend import AsyncioBackend, Watchdog
-from interlace.harness._threads import ThreadsBackend, controlled_exploration
+from interlace.harness._threads import _STALL_SECONDS, ThreadsBackend, controlled_exploration
 
 __all__ = ("explore", "replay")
 
 DEFAULT_MAX_SCHEDULES = 1000
 DEFAULT_STRATEGY = "auto"
+DEFAULT_STALL_TIMEOUT = _STALL_SECONDS
 
 _DIVERGENCE_CAUSES = (
     "Likely causes: the code changed since the token was made; the program reads the wall "
@@ -52,6 +54,15 @@ def _check_int(name: str, value: object, minimum: int, source: str) -> int:
 def _check_number(name: str, value: object, minimum: float, source: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= minimum:
         raise ConfigError(f"{name}={value!r} {source} is invalid: expected a number >= {minimum}")
+    return float(value)
+
+
+def _check_timeout(name: str, value: object, source: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+        raise ConfigError(
+            f"{name}={value!r} {source} is invalid: expected a number of seconds > 0, "
+            f"e.g. {name}=60"
+        )
     return float(value)
 
 
@@ -117,16 +128,23 @@ def _backend_name(target: Callable[[], Any]) -> str:
 
 @contextlib.contextmanager
 def _session(
-    target: Callable[[], Any], settings: Settings, instrument: tuple[str, ...]
+    target: Callable[[], Any],
+    settings: Settings,
+    instrument: tuple[str, ...],
+    *,
+    stall_timeout: float = DEFAULT_STALL_TIMEOUT,
 ) -> Iterator[Backend]:
     """The backend for ``settings.backend``, with what it needs installed while it runs."""
-    with _interrupt.kept(), _backend(target, settings, instrument) as backend:
+    with _interrupt.kept(), _backend(target, settings, instrument, stall_timeout) as backend:
         yield backend
 
 
 @contextlib.contextmanager
 def _backend(
-    target: Callable[[], Any], settings: Settings, instrument: tuple[str, ...]
+    target: Callable[[], Any],
+    settings: Settings,
+    instrument: tuple[str, ...],
+    stall_timeout: float,
 ) -> Iterator[Backend]:
     if settings.backend == "asyncio":
         with contextlib.ExitStack() as stack:
@@ -139,9 +157,9 @@ def _backend(
                 threads = False
             else:
                 threads = True
-            backend = AsyncioBackend(target, settings, threads=threads)
+            backend = AsyncioBackend(target, settings, threads=threads, stall_timeout=stall_timeout)
             if threading.current_thread() is threading.main_thread():
-                backend.watchdog = Watchdog()
+                backend.watchdog = Watchdog(stall_timeout)
             try:
                 yield backend
             finally:
@@ -149,7 +167,7 @@ def _backend(
                     backend.watchdog.stop()
     else:
         with controlled_exploration(instrument, target):
-            yield ThreadsBackend(target, settings)
+            yield ThreadsBackend(target, settings, stall_timeout=stall_timeout)
 
 
 def _strategy(name: str, backend: str, seed: int, bound: int, depth: int, budget: int) -> Strategy:
@@ -203,6 +221,7 @@ def explore(
     bound: int = 2,
     depth: int = 3,
     max_seconds: float | None = None,
+    stall_timeout: float = DEFAULT_STALL_TIMEOUT,
     progress: Callable[[int, int], None] | None = None,
     hints: ReplayHints | None = None,
     instrument: Sequence[str] = (),
@@ -232,6 +251,11 @@ def explore(
         depth: the bug depth PCT targets.
         max_seconds: a wall-clock budget for the whole exploration, or None; no schedule
             starts after it is spent, but the first always runs.
+        stall_timeout: real seconds one step may run without reaching a schedule point (a
+            task that does not return to the event loop, a thread blocked or computing
+            outside interlace's control) before the exploration stops with
+            ``UnsupportedOperationError``; raise it for code with a long CPU-bound step.
+            Not part of the schedule: a token replays the same whatever it is.
         progress: called with (schedules run, max_schedules) after each schedule.
         hints: how the report names the target in its replay lines (the pytest plugin and
             the command line pass their own).
@@ -248,8 +272,8 @@ def explore(
             own (whose orders could not be explored).
         ConfigError: an argument is out of range.
         UnsupportedOperationError: the target did something the harness cannot run (real
-            I/O, a subprocess) and the error escaped it: a limit of the harness, not a
-            failing schedule.
+            I/O, a subprocess) and the error escaped it, or one step ran longer than
+            ``stall_timeout``: a limit of the harness, not a failing schedule.
     """
     source = "(explore() argument)"
     check_target(target)
@@ -268,6 +292,7 @@ def explore(
     jitter = _check_number("jitter", jitter, 0.0, source)
     if max_seconds is not None:
         max_seconds = _check_number("max_seconds", max_seconds, 0.0, source)
+    stall_timeout = _check_timeout("stall_timeout", stall_timeout, source)
     instrumented = _check_instrument(instrument, source)
     if seed is None:
         seed = random.SystemRandom().randrange(2**32)
@@ -277,7 +302,7 @@ def explore(
         max_steps=max_steps,
         max_time_us=round(max_time * 1e6),
     )
-    with _session(target, settings, instrumented) as backend:
+    with _session(target, settings, instrumented, stall_timeout=stall_timeout) as backend:
         return explore_backend(
             backend,
             _strategy(strategy, settings.backend, seed, bound, depth, max_schedules),
@@ -295,6 +320,7 @@ def replay(
     *,
     hints: ReplayHints | None = None,
     instrument: Sequence[str] = (),
+    stall_timeout: float = DEFAULT_STALL_TIMEOUT,
 ) -> Failure | None:
     """Re-run exactly the schedule in ``token``.
 
@@ -304,6 +330,8 @@ def replay(
         hints: how the report names the target in its replay lines.
         instrument: the same ``instrument`` the exploration was given (the token does not
             carry it: it decides where the schedule points are).
+        stall_timeout: as for :func:`explore` (the token does not carry it either: it
+            changes no schedule).
 
     Returns:
         The failure again (with a freshly recorded report), or None if this schedule no
@@ -313,12 +341,15 @@ def replay(
         ReplayTokenError: the token is malformed or from another interlace version.
         ReplayDivergedError: the program no longer offers a decision the schedule takes;
             the message names the step and the likely causes.
+        ConfigError: ``instrument`` or ``stall_timeout`` is invalid.
         InvalidTargetError: ``target`` is not a zero-argument function, or is an ``async
             def`` function for a token made with a plain one (or the other way round).
         UnsupportedOperationError: as for :func:`explore`.
     """
     check_target(target)
-    instrumented = _check_instrument(instrument, "(replay() argument)")
+    source = "(replay() argument)"
+    instrumented = _check_instrument(instrument, source)
+    stall_timeout = _check_timeout("stall_timeout", stall_timeout, source)
     settings, decisions = decode_token(token)
     kind = _backend_name(target)
     if kind != settings.backend:
@@ -330,7 +361,7 @@ def replay(
             "token with the target it was made with"
         )
     chooser = ReplayChooser(decisions, strict=True)
-    with _session(target, settings, instrumented) as backend:
+    with _session(target, settings, instrumented, stall_timeout=stall_timeout) as backend:
         result = backend.run(chooser, record=True)
     if result.divergence is not None:
         raise ReplayDivergedError(f"replay diverged: {result.divergence}. {_DIVERGENCE_CAUSES}")

@@ -87,6 +87,11 @@ _INSTRUMENT_HELP = (
     "gets schedule points, e.g. httpx,src/vendored/ (default: only code outside the standard "
     "library and site-packages). May be repeated"
 )
+_STALL_TIMEOUT_HELP = (
+    "real seconds one step may run without reaching a schedule point (a task that never "
+    "awaits, a thread blocked or busy in a library or C call) before the run is stopped as "
+    "stuck, exit status 2 (default {default:g}); raise it for code with a long CPU-bound step"
+)
 _FORMAT_HELP = (
     "text (default): the report on stdout; json: one JSON object on stdout with the keys "
     "target, failure, schedules, exhausted, strategy, seed, elapsed"
@@ -141,6 +146,19 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _timeout(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0.0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds > 0")
+    return value
+
+
+_timeout.__name__ = "number of seconds > 0"
+
+
 def _strategies() -> tuple[str, ...]:
     from interlace._core.strategy import STRATEGIES
 
@@ -149,7 +167,11 @@ def _strategies() -> tuple[str, ...]:
 
 def add_explore_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add the ``explore`` subcommand to ``interlace``'s argparse subparsers."""
-    from interlace.harness.api import DEFAULT_MAX_SCHEDULES, DEFAULT_STRATEGY
+    from interlace.harness.api import (
+        DEFAULT_MAX_SCHEDULES,
+        DEFAULT_STALL_TIMEOUT,
+        DEFAULT_STRATEGY,
+    )
 
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "explore",
@@ -210,6 +232,13 @@ def add_explore_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--max-schedules)",
     )
     parser.add_argument(
+        "--stall-timeout",
+        type=_timeout,
+        default=None,
+        metavar="SECONDS",
+        help=_STALL_TIMEOUT_HELP.format(default=DEFAULT_STALL_TIMEOUT),
+    )
+    parser.add_argument(
         "--jitter",
         type=_seconds,
         default=None,
@@ -247,6 +276,8 @@ def add_explore_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def add_replay_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add the ``replay`` subcommand to ``interlace``'s argparse subparsers."""
+    from interlace.harness.api import DEFAULT_STALL_TIMEOUT
+
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "replay",
         help="re-run exactly one schedule from its replay token",
@@ -266,6 +297,14 @@ def add_replay_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="NAMES",
         help="the same --instrument the exploration had (the report's replay line repeats "
         "it): it decides where a plain function's schedule points are",
+    )
+    parser.add_argument(
+        "--stall-timeout",
+        type=_timeout,
+        default=None,
+        metavar="SECONDS",
+        help=_STALL_TIMEOUT_HELP.format(default=DEFAULT_STALL_TIMEOUT)
+        + " (the token does not carry it)",
     )
     parser.add_argument(
         "--format",
@@ -514,7 +553,7 @@ def run_explore(
     options: dict[str, Any] = {}
     if args.max_steps is not None:
         options["max_steps"] = args.max_steps
-    for name in ("max_time", "max_seconds", "jitter", "bound", "depth"):
+    for name in ("max_time", "max_seconds", "stall_timeout", "jitter", "bound", "depth"):
         if getattr(args, name) is not None:
             options[name] = getattr(args, name)
     instrument = _instrument(args.instrument)
@@ -582,10 +621,17 @@ def run_replay(
     from interlace.harness.api import replay
 
     instrument = _instrument(args.instrument)
+    options: dict[str, Any] = {}
+    if args.stall_timeout is not None:
+        options["stall_timeout"] = args.stall_timeout
     try:
         target = resolve_target(args.target)
         failure = replay(
-            target.function, args.token, hints=_hints(target, instrument), instrument=instrument
+            target.function,
+            args.token,
+            hints=_hints(target, instrument),
+            instrument=instrument,
+            **options,
         )
     except (UsageError, InterlaceError) as exc:
         print(f"{prefix}: error: {exc}", file=err)

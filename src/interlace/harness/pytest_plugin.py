@@ -10,10 +10,11 @@ beyond pytest and the standard library (the harness is imported inside the hooks
 
 Settings, one name per knob (STYLE.md): marker keyword ``max_schedules``, option
 ``--interlace-max-schedules``, environment variable ``INTERLACE_MAX_SCHEDULES``, ini key
-``interlace_max_schedules`` (likewise ``strategy``, ``seed``, ``max_seconds`` and
-``instrument``). Precedence: marker > command line > environment > ini file. Every value is
-validated with its source named; a bad value from the command line, the environment or the
-ini file is a usage error of the whole run, a bad marker argument an error of that test.
+``interlace_max_schedules`` (likewise ``strategy``, ``seed``, ``max_seconds``,
+``stall_timeout`` and ``instrument``). Precedence: marker > command line > environment > ini
+file. Every value is validated with its source named; a bad value from the command line, the
+environment or the ini file is a usage error of the whole run, a bad marker argument an error
+of that test.
 ``instrument`` is a list of module names or paths (comma-separated in the text sources); a
 relative path is made absolute from where it was written: the invocation directory (command
 line, environment), the ini file's directory, or the rootdir (marker).
@@ -55,9 +56,9 @@ RUNNER_NAME = "interlace-runner"
 
 MARKER_HELP = (
     "interlace(max_schedules=..., strategy=..., seed=..., max_steps=..., max_time=..., "
-    "jitter=..., bound=..., depth=..., max_seconds=..., instrument=[...]): run this test "
-    "under interlace.explore, many deterministic schedules: an async def test on a "
-    "controlled event loop, a plain test with every thread it starts under control; a "
+    "jitter=..., bound=..., depth=..., max_seconds=..., stall_timeout=..., instrument=[...]): "
+    "run this test under interlace.explore, many deterministic schedules: an async def test "
+    "on a controlled event loop, a plain test with every thread it starts under control; a "
     "failure shows the shrunk schedule and the command line that replays it"
 )
 
@@ -70,6 +71,7 @@ SOURCE_INI = "the ini file"
 # User-facing messages; the tests format these same constants and match the output.
 MSG_NOT_WHOLE = "{setting}={value!r} from {source} is not a whole number >= {minimum}"
 MSG_NOT_NUMBER = "{setting}={value!r} from {source} is not a number >= {minimum}"
+MSG_NOT_TIMEOUT = "{setting}={value!r} from {source} is not a number of seconds > {minimum:g}"
 MSG_NOT_STRATEGY = "{setting}={value!r} from {source} is not a strategy: use one of {choices}"
 MSG_NOT_MODULES = (
     "{setting}={value!r} from {source} is not a list of module names or paths: write e.g. {example}"
@@ -147,7 +149,8 @@ MSG_REPLAY_UNUSED = (
 )
 SECTION = "interlace"
 
-# knob -> (kind, minimum, example); kinds: "whole", "number", "strategy", "modules".
+# knob -> (kind, minimum, example); kinds: "whole", "number" (>= minimum), "timeout"
+# (> minimum), "strategy", "modules".
 _MARKER_KNOBS: dict[str, tuple[str, float, str]] = {
     "max_schedules": ("whole", 1, "500"),
     "strategy": ("strategy", 0, "'auto'"),
@@ -158,10 +161,11 @@ _MARKER_KNOBS: dict[str, tuple[str, float, str]] = {
     "bound": ("whole", 0, "2"),
     "depth": ("whole", 1, "3"),
     "max_seconds": ("number", 0.0, "60.0"),
+    "stall_timeout": ("timeout", 0.0, "60.0"),
     "instrument": ("modules", 0, "['mypackage', 'src/vendored/']"),
 }
 # The knobs that can also come from the command line, the environment and the ini file.
-_CONFIG_KNOBS = ("max_schedules", "strategy", "seed", "max_seconds", "instrument")
+_CONFIG_KNOBS = ("max_schedules", "strategy", "seed", "max_seconds", "stall_timeout", "instrument")
 _TEXT_MODULES_EXAMPLE = "'mypackage,src/vendored/'"
 
 
@@ -274,9 +278,11 @@ def _check(knob: str, setting: str, value: object, source: str) -> object:
         isinstance(real, bool)
         or not isinstance(real, (int, float))
         or not minimum <= real < float("inf")
+        or (kind == "timeout" and real == minimum)
     ):
+        template = MSG_NOT_TIMEOUT if kind == "timeout" else MSG_NOT_NUMBER
         raise _Invalid(
-            MSG_NOT_NUMBER.format(setting=setting, value=value, source=source, minimum=minimum)
+            template.format(setting=setting, value=value, source=source, minimum=minimum)
         )
     return float(real)
 
@@ -380,6 +386,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "max_seconds wins). Env: INTERLACE_MAX_SECONDS; ini: interlace_max_seconds",
     )
     group.addoption(
+        _option("stall_timeout"),
+        dest=_ini("stall_timeout"),
+        metavar="SECONDS",
+        default=None,
+        help="real seconds one step of a @pytest.mark.interlace test may run without reaching "
+        "a schedule point (a task that never awaits, a thread blocked or busy in a library or "
+        "C call) before the test errors as stuck (default 20; the marker's stall_timeout wins). "
+        "Env: INTERLACE_STALL_TIMEOUT; ini: interlace_stall_timeout",
+    )
+    group.addoption(
         _option("instrument"),
         dest=_ini("instrument"),
         metavar="NAMES",
@@ -404,6 +420,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(_ini("strategy"), "interlace: the exploration strategy", default="")
     parser.addini(_ini("seed"), "interlace: a seed that makes explorations repeatable", default="")
     parser.addini(_ini("max_seconds"), "interlace: a wall-clock budget per marked test", default="")
+    parser.addini(
+        _ini("stall_timeout"),
+        "interlace: real seconds one step of a marked test may run without a schedule point",
+        default="",
+    )
     parser.addini(
         _ini("instrument"),
         "interlace: modules or paths (comma- or line-separated, paths relative to this file) "
@@ -756,10 +777,13 @@ class _Runner:
         scenario.__module__ = function.__module__
 
         from interlace.errors import InterlaceError, ReplayDivergedError
-        from interlace.harness.api import explore, replay
+        from interlace.harness.api import DEFAULT_STALL_TIMEOUT, explore, replay
 
         settings = item.stash.get(_settings_key, self.settings)
         instrument: tuple[str, ...] = settings.get("instrument", ())  # type: ignore[assignment]
+        stall_timeout: float = settings.get(  # type: ignore[assignment]
+            "stall_timeout", DEFAULT_STALL_TIMEOUT
+        )
         hints = self._hints(item, function, arguments, instrument)
         # pytest.fail is called outside the except blocks: inside one, pytest would print
         # the harness's exception as well ("During handling of the above exception ...").
@@ -767,7 +791,13 @@ class _Runner:
         if self.token is not None:
             self.replayed += 1
             try:
-                failure = replay(scenario, self.token, hints=hints, instrument=instrument)
+                failure = replay(
+                    scenario,
+                    self.token,
+                    hints=hints,
+                    instrument=instrument,
+                    stall_timeout=stall_timeout,
+                )
             except ReplayDivergedError as exc:
                 problem = MSG_REPLAY_DIVERGED.format(nodeid=nodeid, error=exc)
             except InterlaceError as exc:
