@@ -34,18 +34,26 @@ def _imported_interlace_modules(path: pathlib.Path) -> set[str]:
 # package -> the interlace modules it may import (STYLE.md, "Dependency direction"). A name
 # ending in ".*" allows the package and everything below it; "interlace" alone is the cheap
 # top-level module (its version and the lazy public API), never a subpackage.
+# interlace._processes is a leaf like interlace.errors: the process pool and --jobs argument
+# that `interlace lint` and `interlace reproduce` share; it imports nothing of interlace.
 ALLOWED = {
     "_core": ("interlace._core.*", "interlace.errors"),
-    "linters": ("interlace.linters.*", "interlace.errors", "interlace"),
+    "linters": ("interlace.linters.*", "interlace.errors", "interlace._processes", "interlace"),
     "reference_impl": ("interlace.reference_impl.*",),
     "harness": ("interlace.harness.*", "interlace._core.*", "interlace.errors", "interlace"),
     "fixtures": (
         "interlace.fixtures.*",
         "interlace.reference_impl.*",
         "interlace.errors",
+        "interlace._processes",
         "interlace",
     ),
 }
+
+
+def test_the_shared_leaf_modules_import_nothing_of_interlace() -> None:
+    for name in ("errors.py", "_processes.py"):
+        assert _imported_interlace_modules(SRC / name) == set()
 
 
 def _allowed(module: str, allowed: tuple[str, ...]) -> bool:
