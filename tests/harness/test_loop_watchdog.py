@@ -152,3 +152,51 @@ def test_a_step_longer_than_the_stall_timeout_ends_the_run_naming_the_timeout(
 @pytest.mark.parametrize("run", [_explore, _replay])
 def test_a_step_within_the_stall_timeout_runs_to_its_end(run: Callable[[float], object]) -> None:
     assert run(5) is None
+
+
+# An executor job interlace cannot control (its pool's worker started before the
+# exploration) runs as one opaque step; it may take the stall timeout, at least the loop's
+# own limit (`_loop.JOB_SECONDS`, 30 s, lowered here).
+_OUTSIDE_POOL = __import__("concurrent.futures").futures.ThreadPoolExecutor(max_workers=1)
+_OUTSIDE_POOL.submit(int).result()  # its worker now runs, outside any exploration
+_real_clock = time.perf_counter  # taken at import: during an exploration it reads virtual time
+
+
+def _work_for_a_second() -> str:
+    end = _real_clock() + 1.0
+    while _real_clock() < end:
+        pass
+    return "done"
+
+
+async def awaits_a_long_outside_job() -> None:
+    loop = asyncio.get_running_loop()
+    assert await loop.run_in_executor(_OUTSIDE_POOL, _work_for_a_second) == "done"
+
+
+@pytest.mark.timeout(60)
+def test_an_outside_job_longer_than_its_limit_ends_the_run_naming_the_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from interlace.harness import _loop
+
+    monkeypatch.setattr(_loop, "JOB_SECONDS", 0.3)
+    with pytest.raises(UnsupportedOperationError) as caught:
+        interlace.explore(awaits_a_long_outside_job, max_schedules=1, stall_timeout=0.5)
+    message = str(caught.value)
+    assert "did not finish in 0.5 s: its executor is one interlace cannot control" in message
+    assert message.endswith(
+        "such a job may take the stall timeout, or 30 s if that is longer; "
+        + _threads.MSG_STALL_WHERE.format(more=2)
+    )
+
+
+@pytest.mark.timeout(60)
+def test_an_outside_job_within_the_stall_timeout_runs_to_its_end(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from interlace.harness import _loop
+
+    monkeypatch.setattr(_loop, "JOB_SECONDS", 0.3)
+    exploration = interlace.explore(awaits_a_long_outside_job, max_schedules=1, stall_timeout=3)
+    assert exploration.failure is None

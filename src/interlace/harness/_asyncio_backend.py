@@ -21,7 +21,7 @@ from interlace._core.result import RunResult, StepRecord
 from interlace._core.schedule import READY, THREAD, Decision, Settings
 from interlace._core.strategy import Chooser
 from interlace.errors import UnsupportedOperationError
-from interlace.harness import _instrument, _interrupt, _threads
+from interlace.harness import _instrument, _interrupt, _loop, _threads
 from interlace.harness._footprint import AVAILABLE as FOOTPRINTS
 from interlace.harness._footprint import Tracer
 from interlace.harness._introspect import (
@@ -329,7 +329,10 @@ class AsyncioBackend:
             self.watchdog = None
 
     def _run(self, chooser: Chooser, *, record: bool) -> RunResult:
-        loop = ControlledEventLoop(chooser, self.settings)
+        # An executor job interlace cannot control is one step of real work: it may take the
+        # stall timeout, and at least the loop's own limit.
+        job_timeout = max(_loop.JOB_SECONDS, self.stall_timeout)
+        loop = ControlledEventLoop(chooser, self.settings, job_timeout=job_timeout)
         mixed: MixedRun | None = None
         if self.threads:
             mixed = MixedRun(

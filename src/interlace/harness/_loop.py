@@ -405,15 +405,27 @@ class _IdleLoop:
         return text
 
 
-def _job_timeout_message(func: Any) -> str:
+JOB_SECONDS = 30.0
+"""The least time, in real seconds, an executor job interlace cannot control may take before
+it is reported: the stall timeout when that is longer (``AsyncioBackend``)."""
+
+MSG_JOB_TIMEOUT = (
+    "If the job only takes long (it ends on its own), allow it more: such a job may take the "
+    f"stall timeout, or {JOB_SECONDS:g} s if that is longer; " + _threads.MSG_STALL_WHERE
+)
+"""The sentence an executor job's timeout report ends with (``{more}``: a longer timeout)."""
+
+
+def _job_timeout_message(func: Any, timeout: float) -> str:
     return (
-        f"the executor job {_callable(func)} (run_in_executor/to_thread) did not finish: its "
-        "executor is one interlace cannot control (a process pool, a custom executor, or a "
-        "thread pool whose workers started before the exploration), so the job runs as one "
-        "opaque step while the event loop waits, and a job that waits for the loop (for "
-        "example through run_coroutine_threadsafe(...).result()) can never finish. Use the "
-        "loop's default executor (asyncio.to_thread, run_in_executor(None, ...)) or a "
-        "ThreadPoolExecutor created inside the target: their jobs run as controlled threads."
+        f"the executor job {_callable(func)} (run_in_executor/to_thread) did not finish in "
+        f"{timeout:g} s: its executor is one interlace cannot control (a process pool, a "
+        "custom executor, or a thread pool whose workers started before the exploration), so "
+        "the job runs as one opaque step while the event loop waits, and a job that waits for "
+        "the loop (for example through run_coroutine_threadsafe(...).result()) can never "
+        "finish. Use the loop's default executor (asyncio.to_thread, run_in_executor(None, "
+        "...)) or a ThreadPoolExecutor created inside the target: their jobs run as "
+        "controlled threads. " + _threads.stall_timeout_advice(timeout, MSG_JOB_TIMEOUT)
     )
 
 
@@ -495,7 +507,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
     _il_built = False
     """True once ``__init__`` has run to its end."""
 
-    def __init__(self, chooser: Chooser, settings: Settings, *, job_timeout: float = 30.0):
+    def __init__(self, chooser: Chooser, settings: Settings, *, job_timeout: float = JOB_SECONDS):
         super().__init__()
         self._chooser = chooser
         self._settings = settings
@@ -797,7 +809,9 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         try:
             result = job.result(timeout=self._job_timeout)
         except concurrent.futures.TimeoutError:
-            future.set_exception(UnsupportedOperationError(_job_timeout_message(func)))
+            future.set_exception(
+                UnsupportedOperationError(_job_timeout_message(func, self._job_timeout))
+            )
         except BaseException as exc:  # the job's own exception goes to its awaiter
             future.set_exception(exc)
         else:

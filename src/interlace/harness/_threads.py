@@ -72,11 +72,14 @@ _POLL_SECONDS = 0.25
 _STALL_SECONDS = 20.0
 """The default ``stall_timeout``: how long one step may run, in real time, without reaching a
 schedule point before it counts as blocked for real."""
+MSG_STALL_WHERE = (
+    "stall_timeout={more} in explore() or replay(), '--stall-timeout {more}' for 'interlace "
+    "explore' or 'interlace replay', or @pytest.mark.interlace(stall_timeout={more})"
+)
+"""Where a user sets the stall timeout, in each front end."""
 MSG_STALL_TIMEOUT = (
     "If it only takes long (the step ends on its own), allow more than the stall timeout of "
-    "{timeout:g} s: stall_timeout={more} in explore() or replay(), '--stall-timeout {more}' "
-    "for 'interlace explore' or 'interlace replay', or @pytest.mark.interlace(stall_timeout="
-    "{more})"
+    "{timeout:g} s: " + MSG_STALL_WHERE
 )
 """The sentence a stall report of either backend ends with (before the stack, if any)."""
 _OUTSIDE_SECONDS = 0.5
@@ -1480,10 +1483,11 @@ def _stall_message(
     return text + (f". Where it is:\n{stack}" if stack else "")
 
 
-def stall_timeout_advice(timeout: float) -> str:
-    """The sentence of a stall report that says how to allow a longer step."""
+def stall_timeout_advice(timeout: float, message: str = MSG_STALL_TIMEOUT) -> str:
+    """The sentence of a stall report that says how to allow a longer step (``message``,
+    given the timeout and a value well above it)."""
     # Three times the timeout, in whole seconds: well above it, and easy to read and type.
-    return MSG_STALL_TIMEOUT.format(timeout=timeout, more=math.ceil(3 * timeout))
+    return message.format(timeout=timeout, more=math.ceil(3 * timeout))
 
 
 def _unhandled(
