@@ -8,12 +8,14 @@ schedule). The tests pass a ``stall_timeout`` far below its default of 20 s.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import re
 import socket
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -157,8 +159,6 @@ def test_a_step_within_the_stall_timeout_runs_to_its_end(run: Callable[[float], 
 # An executor job interlace cannot control (its pool's worker started before the
 # exploration) runs as one opaque step; it may take the stall timeout, at least the loop's
 # own limit (`_loop.JOB_SECONDS`, 30 s, lowered here).
-_OUTSIDE_POOL = __import__("concurrent.futures").futures.ThreadPoolExecutor(max_workers=1)
-_OUTSIDE_POOL.submit(int).result()  # its worker now runs, outside any exploration
 _real_clock = time.perf_counter  # taken at import: during an exploration it reads virtual time
 
 
@@ -169,20 +169,33 @@ def _work_for_a_second() -> str:
     return "done"
 
 
-async def awaits_a_long_outside_job() -> None:
-    loop = asyncio.get_running_loop()
-    assert await loop.run_in_executor(_OUTSIDE_POOL, _work_for_a_second) == "done"
+@pytest.fixture
+def outside_job(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[], Any]]:
+    """A target that awaits a 1 s job of a pool whose worker runs before the exploration.
+    The pool is shut down after the test: a thread left running outside every exploration
+    would slow each later threads exploration down (it waits for outside threads)."""
+    from interlace.harness import _loop
+
+    monkeypatch.setattr(_loop, "JOB_SECONDS", 0.3)
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    pool.submit(int).result()  # its worker now runs, outside any exploration
+
+    async def awaits_a_long_outside_job() -> None:
+        loop = asyncio.get_running_loop()
+        assert await loop.run_in_executor(pool, _work_for_a_second) == "done"
+
+    try:
+        yield awaits_a_long_outside_job
+    finally:
+        pool.shutdown(wait=True)
 
 
 @pytest.mark.timeout(60)
 def test_an_outside_job_longer_than_its_limit_ends_the_run_naming_the_limit(
-    monkeypatch: pytest.MonkeyPatch,
+    outside_job: Callable[[], Any],
 ) -> None:
-    from interlace.harness import _loop
-
-    monkeypatch.setattr(_loop, "JOB_SECONDS", 0.3)
     with pytest.raises(UnsupportedOperationError) as caught:
-        interlace.explore(awaits_a_long_outside_job, max_schedules=1, stall_timeout=0.5)
+        interlace.explore(outside_job, max_schedules=1, stall_timeout=0.5)
     message = str(caught.value)
     assert "did not finish in 0.5 s: its executor is one interlace cannot control" in message
     assert message.endswith(
@@ -193,10 +206,7 @@ def test_an_outside_job_longer_than_its_limit_ends_the_run_naming_the_limit(
 
 @pytest.mark.timeout(60)
 def test_an_outside_job_within_the_stall_timeout_runs_to_its_end(
-    monkeypatch: pytest.MonkeyPatch,
+    outside_job: Callable[[], Any],
 ) -> None:
-    from interlace.harness import _loop
-
-    monkeypatch.setattr(_loop, "JOB_SECONDS", 0.3)
-    exploration = interlace.explore(awaits_a_long_outside_job, max_schedules=1, stall_timeout=3)
+    exploration = interlace.explore(outside_job, max_schedules=1, stall_timeout=3)
     assert exploration.failure is None
