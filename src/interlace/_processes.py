@@ -10,10 +10,17 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
+from typing import TypeVar
 
-__all__ = ("jobs_argument", "pool_context", "process_pool")
+__all__ = ("jobs_argument", "pool_context", "process_pool", "result")
+
+_T = TypeVar("_T")
+
+_POLL_SECONDS = 0.2
+_received: list[int] = []
+"""The signals the parent of a running pool received (see :func:`result`)."""
 
 
 def jobs_argument(value: str) -> int:
@@ -48,8 +55,31 @@ def _init_worker() -> None:
 
 
 def _terminated(signum: int, frame: object) -> None:
+    _received.append(signum)
     print("interlace: terminated", file=sys.stderr)
     raise SystemExit(128 + signum)
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    _received.append(signum)
+    raise KeyboardInterrupt
+
+
+def result(future: Future[_T]) -> _T:
+    """``future.result()``, ended by a Ctrl-C or SIGTERM the parent of the pool received.
+
+    The exception a signal handler raises is lost when the main thread happens to run a
+    finalizer at that moment (Python prints "Exception ignored in ..." and goes on), so the
+    wait also polls what :func:`process_pool`'s handlers recorded.
+    """
+    while True:
+        try:
+            return future.result(timeout=_POLL_SECONDS)
+        except TimeoutError:
+            if signal.SIGTERM in _received:
+                raise SystemExit(128 + signal.SIGTERM) from None
+            if signal.SIGINT in _received:
+                raise KeyboardInterrupt from None
 
 
 @contextmanager
@@ -61,12 +91,13 @@ def process_pool(
     pool = ProcessPoolExecutor(
         max_workers=workers, mp_context=context or pool_context(), initializer=_init_worker
     )
-    previous = None
-    if (
-        threading.current_thread() is threading.main_thread()
-        and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
-    ):
-        previous = signal.signal(signal.SIGTERM, _terminated)
+    previous = previous_int = None
+    _received.clear()
+    if threading.current_thread() is threading.main_thread():
+        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            previous = signal.signal(signal.SIGTERM, _terminated)
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            previous_int = signal.signal(signal.SIGINT, _interrupted)
     try:
         yield pool
     except BaseException:
@@ -82,3 +113,5 @@ def process_pool(
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+        if previous_int is not None:
+            signal.signal(signal.SIGINT, previous_int)
