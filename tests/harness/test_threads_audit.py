@@ -860,6 +860,54 @@ def test_a_deadlock_report_names_the_threads_outside_the_run(
     assert "Threads outside the exploration were alive (ThreadPoolExecutor-" in failure.report
 
 
+@pytest.mark.skipif(
+    not _threads._KERNEL_TELLS, reason="the kernel shows no thread states here (no /proc)"
+)
+def test_an_idle_thread_outside_the_run_is_proved_idle_without_waiting_for_it(
+    warm_executor: concurrent.futures.ThreadPoolExecutor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The executor's one worker sleeps in the kernel through every run: when every thread of
+    # a run waits (the barrier, until the clock ends the sleep), no time is spent waiting to
+    # see whether that worker ends the wait.
+    polls: list[float] = []
+    real_sleep = _threads._real_sleep
+
+    def sleep(seconds: float) -> None:
+        if seconds == _threads._OUTSIDE_POLL:
+            polls.append(seconds)
+        real_sleep(seconds)
+
+    deadline = time.monotonic() + 10
+    while len(_threads._asleep()) < threading.active_count() - 1:
+        assert time.monotonic() < deadline, "a thread outside the test never went to sleep"
+        time.sleep(0.01)  # until the worker, back from its first job, sleeps for the next
+    monkeypatch.setattr(_threads, "_real_sleep", sleep)
+
+    def scenario() -> None:
+        barrier = threading.Barrier(2)
+
+        def slow() -> None:
+            time.sleep(2.0)
+            barrier.wait()
+
+        worker = threading.Thread(target=slow)
+        worker.start()
+        barrier.wait(timeout=10.0)
+        worker.join()
+
+    exploration = interlace.explore(scenario, seed=SEED, max_schedules=20)
+    assert exploration.failure is None
+    assert exploration.schedules == 20
+    assert polls == []
+
+    # Handed a job, the worker is no longer proved idle: its result is waited for.
+    def hands_a_job() -> None:
+        assert warm_executor.submit(_slow_square, 3).result(timeout=5.0) == 9
+
+    assert interlace.explore(hands_a_job, seed=SEED, max_schedules=2).failure is None
+    assert polls != []
+
+
 def submits_to(executor: concurrent.futures.ThreadPoolExecutor) -> None:
     assert executor.submit(_slow_square, 2).result() == 4
 
