@@ -43,7 +43,7 @@ import re
 import stat
 import tempfile
 import tokenize
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -544,6 +544,30 @@ class FixedSource:
     error: str | None = None
 
 
+def fix_unused_noqa_text(text: str, edits: Mapping[Finding, NoqaEdit]) -> str | FixedSource:
+    """``text`` with the IL001 ``edits`` (each finding's fix) applied and its line breaks kept;
+    or, when a finding's line is not in it, a :class:`FixedSource` (with no data) that says so.
+    """
+    # Imported here: the engine imports this module for its suppressions.
+    from interlace.linters._engine import LINE_BREAK
+
+    parts = re.split(f"({LINE_BREAK.pattern})", text)  # line, break, line, ..., line (maybe "")
+    rows = len(parts) // 2 + 1
+    # From the last row up, so that removing a line leaves the rows above where they are.
+    for finding, edit in sorted(edits.items(), key=lambda item: -item[1].row):
+        index = 2 * (edit.row - 1)
+        if not 0 < edit.row <= rows or parts[index] != finding.source_line:
+            return FixedSource(
+                b"", error=f"line {finding.row} is not the line that was linted any more"
+            )
+        line = parts[index]
+        if edit.end_row == edit.row:
+            parts[index] = line[: edit.column - 1] + edit.content + line[edit.end_column - 1 :]
+        else:  # the whole line, with its line break
+            parts[index : index + 2] = ["", ""] if index + 1 < len(parts) else [""]
+    return "".join(parts)
+
+
 def fix_unused_noqa(data: bytes, findings: Iterable[Finding]) -> FixedSource:
     """Apply the fixes of the IL001 findings among ``findings`` to a file's bytes.
 
@@ -567,9 +591,6 @@ def fix_unused_noqa(data: bytes, findings: Iterable[Finding]) -> FixedSource:
     }
     if not edits:
         return FixedSource(data)
-    # Imported here: the engine imports this module for its suppressions.
-    from interlace.linters._engine import LINE_BREAK
-
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
         text = data.decode(encoding)
@@ -583,21 +604,10 @@ def fix_unused_noqa(data: bytes, findings: Iterable[Finding]) -> FixedSource:
                 "it could change more than the directives; remove the unused codes by hand"
             ),
         )
-    parts = re.split(f"({LINE_BREAK.pattern})", text)  # line, break, line, ..., line (maybe "")
-    rows = len(parts) // 2 + 1
-    # From the last row up, so that removing a line leaves the rows above where they are.
-    for finding, edit in sorted(edits.items(), key=lambda item: -item[1].row):
-        index = 2 * (edit.row - 1)
-        if not 0 < edit.row <= rows or parts[index] != finding.source_line:
-            return FixedSource(
-                data, error=f"line {finding.row} is not the line that was linted any more"
-            )
-        line = parts[index]
-        if edit.end_row == edit.row:
-            parts[index] = line[: edit.column - 1] + edit.content + line[edit.end_column - 1 :]
-        else:  # the whole line, with its line break
-            parts[index : index + 2] = ["", ""] if index + 1 < len(parts) else [""]
-    fixed = "".join(parts).encode(encoding)
+    fixed_text = fix_unused_noqa_text(text, edits)
+    if isinstance(fixed_text, FixedSource):
+        return FixedSource(data, error=fixed_text.error)
+    fixed = fixed_text.encode(encoding)
     try:
         same = tokenize.detect_encoding(io.BytesIO(fixed).readline)[0] == encoding
     except SyntaxError:  # a cookie naming no codec, moved into the first two lines

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import functools
 import json
 import re
 import warnings
@@ -44,7 +45,12 @@ from interlace.linters._engine import (
     Span,
     lint_source,
 )
-from interlace.linters._noqa import UNUSED_NOQA, FixedSource, NoqaEdit, fix_unused_noqa
+from interlace.linters._noqa import (
+    UNUSED_NOQA,
+    FixedSource,
+    fix_unused_noqa,
+    fix_unused_noqa_text,
+)
 from interlace.linters._rule import LintContext, Rule
 
 __all__ = (
@@ -122,7 +128,7 @@ class _Cell:
     value: tuple[int, int] | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)  # not slots: the cached properties need a __dict__
 class Notebook:
     """A notebook read for linting.
 
@@ -149,8 +155,7 @@ class Notebook:
     def cell_at(self, row: int) -> tuple[_Cell, int] | None:
         """The cell that holds module row ``row``, and the row within it; ``None`` past the
         end."""
-        firsts = [cell.first_row for cell in self.cells]
-        index = bisect.bisect_right(firsts, row) - 1
+        index = bisect.bisect_right(self._first_rows, row) - 1
         if index < 0:
             return None
         cell = self.cells[index]
@@ -166,8 +171,17 @@ class Notebook:
         index = bisect.bisect_right([lit[2] for lit in cell.literals], offset) - 1
         start, end, value_start = cell.literals[max(index, 0)]
         at = _raw_offset(self.text, start, end, offset - value_start)
-        line_start = self.text.rfind("\n", 0, at) + 1
-        return self.text.count("\n", 0, at) + 1, at - line_start + 1
+        row_index = bisect.bisect_right(self._line_starts, at) - 1
+        return row_index + 1, at - self._line_starts[row_index] + 1
+
+    @functools.cached_property
+    def _first_rows(self) -> list[int]:
+        return [cell.first_row for cell in self.cells]
+
+    @functools.cached_property
+    def _line_starts(self) -> list[int]:
+        """The offset in ``text`` where each of its lines starts."""
+        return [0, *(match.end() for match in re.finditer("\n", self.text))]
 
 
 def _raw_offset(text: str, start: int, end: int, count: int) -> int:
@@ -546,20 +560,6 @@ def lint_document(
 # --- --fix ------------------------------------------------------------------------------------
 
 
-def _apply(lines: list[str], edits: Sequence[NoqaEdit]) -> list[str] | None:
-    """``lines`` with the edits applied, from the last row up; ``None`` if one does not fit."""
-    out = list(lines)
-    for edit in sorted(edits, key=lambda e: (-e.row, -e.column)):
-        if not 0 < edit.row <= len(out):
-            return None
-        line = out[edit.row - 1]
-        if edit.end_row == edit.row:
-            out[edit.row - 1] = line[: edit.column - 1] + edit.content + line[edit.end_column - 1 :]
-        else:  # the whole line, with its line break
-            del out[edit.row - 1]
-    return out
-
-
 def _render(text: str, cell: _Cell, lines: Sequence[str]) -> str:
     """The JSON of a cell's new ``source``, written as its old one was: one string, or a list
     with one string per line, laid out with the old list's indentation."""
@@ -635,14 +635,13 @@ def fix_notebook(data: bytes, findings: Iterable[Finding]) -> FixedSource:
     changes: dict[int, Sequence[str]] = {}
     for number, group in by_cell.items():
         cell = cells.get(number)
-        if cell is None or any(cell.lines[f.row - 1 : f.row] != (f.source_line,) for f in group):
+        edits = {f: f.fix for f in group if f.fix is not None}
+        text = None if cell is None else fix_unused_noqa_text(cell.text, edits)
+        if not isinstance(text, str):
             return FixedSource(
                 data, error=f"cell {number} is not the cell that was linted any more"
             )
-        lines = _apply(list(cell.lines), [f.fix for f in group if f.fix is not None])
-        if lines is None:
-            return FixedSource(data, error=f"an edit does not fit cell {number}")
-        changes[number] = lines
+        changes[number] = LINE_BREAK.split(text)
     try:
         fixed = rewrite(notebook, changes)
     except ValueError as exc:

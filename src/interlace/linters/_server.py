@@ -937,17 +937,17 @@ class Server:
             document.lint = None
             return None
         document.lint = self._lint(document)
+        self._publish(document, document.lint)
+        return document.lint
+
+    def _publish(self, document: _Document, lint: _Lint) -> None:
+        """Push a document's diagnostics to the client, unless the client pulls them."""
         if self._pull:
-            return document.lint
+            return
         self._notify(
             "textDocument/publishDiagnostics",
-            {
-                "uri": document.uri,
-                "version": document.version,
-                "diagnostics": document.lint.diagnostics,
-            },
+            {"uri": document.uri, "version": document.version, "diagnostics": lint.diagnostics},
         )
-        return document.lint
 
     def _lint(self, document: _Document) -> _Lint:
         from interlace.linters._run import lint_stdin
@@ -1041,18 +1041,9 @@ class Server:
             wide = [e for e in result.errors if e.cell is None]
             first.lint.errors += tuple(wide)
             first.lint.diagnostics.extend(self._error_diagnostic(first.lint, e) for e in wide)
-        if self._pull:
-            return
         for document in by_number.values():
             assert document.lint is not None
-            self._notify(
-                "textDocument/publishDiagnostics",
-                {
-                    "uri": document.uri,
-                    "version": document.version,
-                    "diagnostics": document.lint.diagnostics,
-                },
-            )
+            self._publish(document, document.lint)
 
     def _diagnostic(
         self,
