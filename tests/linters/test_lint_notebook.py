@@ -255,6 +255,40 @@ def test_fix_that_removes_a_whole_line_keeps_the_list_layout(
     assert path.read_text(encoding="utf-8") == notebook(code(["x = 1\n", "y = 2\n", "z = 3"]))
 
 
+def test_diff_shows_each_changed_cell_as_ruff_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = notebook(
+        markdown("# x"),
+        code(["import asyncio\n", "x = 1  # noqa: IL101\n", "y = 2"]),
+        code("unchanged = 1"),
+        code("z = 3  # noqa: IL201"),
+    )
+    path = tmp_path / "nb.ipynb"
+    path.write_text(text, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert lint_main(["--no-cache", "--diff", "--extend-select", "IL001", "nb.ipynb"]) == 1
+    out, err = capsys.readouterr()
+    # A header per changed cell, named as findings name it; no end-of-file marker in a cell.
+    assert out == (
+        "--- nb.ipynb:cell 2\n"
+        "+++ nb.ipynb:cell 2\n"
+        "@@ -1,3 +1,3 @@\n"
+        " import asyncio\n"
+        "-x = 1  # noqa: IL101\n"
+        "+x = 1\n"
+        " y = 2\n"
+        "--- nb.ipynb:cell 4\n"
+        "+++ nb.ipynb:cell 4\n"
+        "@@ -1 +1 @@\n"
+        "-z = 3  # noqa: IL201\n"
+        "+z = 3\n"
+        "\n"
+    )
+    assert "Would fix 2 findings" in err
+    assert path.read_text(encoding="utf-8") == text
+
+
 def test_add_noqa_suppresses_in_the_cell(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -776,18 +776,53 @@ def _unified_diff(fixed: FixedFile, *, header: bool) -> str:
     empty line; without ``header`` no ``---``/``+++`` lines, as ruff prints standard input
     that has no name."""
     name = fixed.filename
-    lines = difflib.unified_diff(
-        _source_lines(fixed.original), _source_lines(fixed.fixed), name, name
-    )
+    cells = _notebook_cells(fixed)
+    if cells is not None:
+        return (
+            "".join(
+                _lines_diff(old, new, f"{name}:cell {number}", header=True)
+                for number, old, new in cells
+            )
+            + "\n"
+        )
+    old, new = _source_lines(fixed.original), _source_lines(fixed.fixed)
+    return _lines_diff(old, new, name, header=header) + "\n"
+
+
+def _lines_diff(old: list[str], new: list[str], name: str, *, header: bool) -> str:
     parts = []
-    for index, line in enumerate(lines):
+    for index, line in enumerate(difflib.unified_diff(old, new, name, name)):
         if index < 2 and not header:
             continue
         parts.append(line)
         if not line.endswith(("\n", "\r")):
             parts.append("\n\\ No newline at end of file\n")
-    parts.append("\n")
     return "".join(parts)
+
+
+def _notebook_cells(fixed: FixedFile) -> list[tuple[int, list[str], list[str]]] | None:
+    """For a notebook, the code cells the fixes change: each one's number and its lines
+    before and after, with their line breaks (a cell's last line too: a cell has no end of
+    file to lack a line break at); ``None`` for any other file."""
+    from interlace.linters._engine import FileError
+    from interlace.linters._notebook import is_notebook, read_notebook
+
+    if not is_notebook(fixed.filename):
+        return None
+    old, new = read_notebook(fixed.original, fixed.filename), read_notebook(fixed.fixed, "")
+    if isinstance(old, FileError) or isinstance(new, FileError):
+        return None
+    after = {cell.number: cell.text for cell in new.cells}
+    changed = []
+    for cell in old.cells:
+        text = after.get(cell.number, "")
+        if text != cell.text:
+            changed.append((cell.number, _cell_lines(cell.text), _cell_lines(text)))
+    return changed
+
+
+def _cell_lines(text: str) -> list[str]:
+    return [line if line.endswith(("\n", "\r")) else line + "\n" for line in _LINE.findall(text)]
 
 
 def _diff(
