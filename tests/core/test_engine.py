@@ -30,6 +30,8 @@ from interlace._core.schedule import (
     encode_token,
 )
 from interlace._core.strategy import (
+    NEVER,
+    AnchoredChooser,
     Chooser,
     ExhaustiveStrategy,
     PCTStrategy,
@@ -236,6 +238,27 @@ def test_a_replay_by_actor_takes_the_index_when_the_actor_is_not_offered_or_not_
     # Advancing the clock is the option past the entries: its actor names none of them.
     advance = ReplayChooser([Decision(1, READY, 4, 2)], strict=False, by_actor=True)
     assert advance.choose(1, [2, 3, 4, 5], True) == 4
+
+
+def test_an_anchored_replay_switches_when_its_thread_reaches_its_point() -> None:
+    # Thread 1 is preempted for thread 3 once it has reached point 4 of its own run, thread 3
+    # for thread 2 at its point 6: whichever global step that is.
+    chooser = AnchoredChooser([(3, 6, 2), (1, 4, 3)])
+    assert chooser.wants_where
+    assert chooser.consult_at == 0
+    where = (1, 2)
+    chooser.where = lambda: where
+    assert chooser.choose(10, [1, 2, 3], False) == 0
+    where = (2, 8)  # another thread, past point 4: not thread 1's deviation
+    assert chooser.choose(11, [2, 1, 3], False) == 0
+    where = (1, 5)  # thread 1 past its point (4 was not a consult): it switches now
+    assert chooser.choose(12, [1, 2, 3], False) == 2
+    where = (1, 9)  # once only
+    assert chooser.choose(13, [1, 2, 3], False) == 0
+    where = (3, 6)
+    assert chooser.choose(14, [3, 1], False) == 0  # thread 2 cannot run: no switch, and done
+    assert chooser.consult_at == NEVER
+    assert chooser.choose(15, [3, 2], False) == 0
 
 
 def test_dropping_a_deviation_brings_the_later_ones_a_step_sooner() -> None:

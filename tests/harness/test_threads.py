@@ -82,6 +82,41 @@ def test_check_then_insert_is_found_shrunk_and_replayed() -> None:
     assert again.token == failure.token
 
 
+def three_in_flight() -> None:
+    """Fails only when all three calls are in flight at once: two threads preempted, each
+    between its append and its remove."""
+    in_flight: list[str] = []
+
+    def call(name: str) -> None:
+        in_flight.append(name)
+        assert len(in_flight) <= 2, f"{len(in_flight)} calls in flight"
+        in_flight.remove(name)
+
+    threads = [threading.Thread(target=call, args=(name,)) for name in "abc"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+@pytest.mark.parametrize("strategy", ["auto", "random", "pct"])
+def test_a_failure_that_needs_two_preemptions_is_shrunk_to_two(strategy: str) -> None:
+    # Dropping one deviation of a schedule of threads moves the steps of the later ones:
+    # shrinking also replays deviations anchored in each thread's own progress, and tries
+    # the threads one after another to where the failure found them (3-5 before, on these
+    # seeds).
+    for seed in range(5):
+        exploration = interlace.explore(
+            three_in_flight, strategy=strategy, seed=seed, max_schedules=3000
+        )
+        failure = exploration.failure
+        assert failure is not None
+        assert failure.deviations == 2, (seed, failure.report)
+        again = interlace.replay(three_in_flight, failure.token)
+        assert again is not None
+        assert again.deviations == 2
+
+
 def test_the_locked_version_passes_every_schedule() -> None:
     exploration = interlace.explore(check_then_insert_locked, seed=SEED, max_schedules=300)
     assert exploration.failure is None

@@ -25,7 +25,13 @@ from interlace._core.result import (
     StepRecord,
 )
 from interlace._core.schedule import READY, THREAD, TIMER, Decision, Settings, encode_token
-from interlace._core.strategy import Chooser, ExhaustiveStrategy, ReplayChooser, Strategy
+from interlace._core.strategy import (
+    AnchoredChooser,
+    Chooser,
+    ExhaustiveStrategy,
+    ReplayChooser,
+    Strategy,
+)
 
 __all__ = (
     "Backend",
@@ -162,6 +168,14 @@ def _pulled_forward(
     return trial
 
 
+_CUT_ORDERS = 4
+"""Up to this many threads alive at a failure, shrinking tries them in every order."""
+_CUT_BACK = 3
+"""How many points before where it ended the failing thread is also stopped at, when an
+order runs it before others: the exception escaped it after its ``except`` and ``finally``
+blocks ran, so it raised a few points before."""
+
+
 def shrink(
     backend: Backend,
     found: RunResult,
@@ -191,14 +205,30 @@ def shrink(
         return backend.run(chooser)
 
     def attempt(decisions: Sequence[Decision]) -> bool:
+        return attempt_with(ReplayChooser(decisions, strict=False, by_actor=True))
+
+    def attempt_with(chooser: Chooser) -> bool:
         nonlocal best
         if spent():
             return False
-        result = run(ReplayChooser(decisions, strict=False, by_actor=True))
+        result = run(chooser)
         if result.same_failure(found) and _cost(result) < _cost(best):
             best = result
             return True
         return False
+
+    def anchored_drops() -> Iterator[bool]:
+        """Each deviation dropped with the others anchored where their threads were (a
+        schedule of threads: ``AnchoredChooser``)."""
+        anchors = best.anchors
+        if len(anchors) != len(best.decisions):
+            return
+        deviations = [
+            (actor, points, decision.actor)
+            for (actor, points), decision in zip(anchors, best.decisions, strict=True)
+        ]
+        for index in range(len(deviations)):
+            yield attempt_with(AnchoredChooser(deviations[:index] + deviations[index + 1 :]))
 
     def local() -> None:
         # Remove deviations: halves first (ddmin-style), then one at a time, to a fixpoint.
@@ -230,7 +260,8 @@ def shrink(
                 for at, index in enumerate(picks)
                 for later in picks[at + 1 :]
             )
-            changed = any(attempt(trial) for trial in itertools.chain(drops, pulls))
+            trials = (attempt(trial) for trial in itertools.chain(drops, pulls))
+            changed = any(itertools.chain(anchored_drops(), trials))
         # Take each remaining deviation's smallest option that still fails.
         for index in range(len(best.decisions)):
             if index >= len(best.decisions):
@@ -259,9 +290,65 @@ def shrink(
                     break  # the run has fewer deviations now (this one became stock order)
                 decision = best.decisions[index]
 
+    def anchored_search() -> bool:
+        """Schedules with fewer deviations, made only where ``best`` preempted a thread
+        (anchored in that thread's progress), running any of its threads instead: fewest
+        deviations first. True once one fails the same way."""
+        anchors = best.anchors
+        if len(anchors) != len(best.decisions):
+            return False
+        # First the threads run one after another, each to where the failure found it (as
+        # they last gave the baton away, then in every other order for a few threads; the
+        # failing thread, run before others, also a few points sooner). A thread that stock
+        # order runs first and the order puts later is held back where ``best`` first
+        # preempted it.
+        cut = dict(best.cut)
+        orders = [list(cut)]
+        if len(cut) <= _CUT_ORDERS:
+            orders.extend(list(order) for order in itertools.permutations(cut))
+        tried: set[tuple[tuple[int, int, int], ...]] = set()
+        failing = best.cut[-1][0] if best.cut else -1
+        for held, back in itertools.product((False, True), range(_CUT_BACK + 1)):
+            for order in orders:
+                if back and order[-1] == failing:
+                    continue
+                chain = [
+                    (a, cut[a] - (2 * back if a == failing else 0), b)
+                    for a, b in itertools.pairwise(order)
+                ]
+                if held:
+                    first = next(((a, p) for a, p in anchors if a in order[1:]), None)
+                    if first is None:
+                        continue
+                    chain.insert(0, (*first, order[0]))
+                key = tuple(chain)
+                if not chain or key in tried:
+                    continue
+                tried.add(key)
+                if spent():
+                    return False
+                if attempt_with(AnchoredChooser(chain)):
+                    return True
+        points = list(dict.fromkeys(anchors))
+        actors = sorted({actor for actor, _ in anchors} | {d.actor for d in best.decisions})
+        for size in range(1, len(best.decisions)):
+            for subset in itertools.combinations(points, size):
+                for targets in itertools.product(actors, repeat=size):
+                    pairs = zip(subset, targets, strict=True)
+                    if any(target == actor for (actor, _), target in pairs):
+                        continue
+                    if spent():
+                        return False
+                    deviations = [(a, p, t) for (a, p), t in zip(subset, targets, strict=True)]
+                    if attempt_with(AnchoredChooser(deviations)):
+                        return True
+        return False
+
     if best.decisions and attempt(()):
         return best, runs
     local()
+    while len(best.decisions) > 1 and not spent() and anchored_search():
+        local()
     if len(best.decisions) > 1 and not spent():
         # Without reduction: shrinking runs few schedules, and needs no footprints.
         search = ExhaustiveStrategy(bound=len(best.decisions) - 1, reduce=False)

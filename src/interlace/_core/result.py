@@ -69,6 +69,14 @@ class RunResult:
     steps: int
     decisions: Sequence[Decision]
     """The run's non-stock decisions in step order (a tuple, or a lazy ``DecisionLog``)."""
+    anchors: tuple[tuple[int, int], ...] = ()
+    """For a run of threads, each decision's anchor: the thread that held the baton and its
+    position in its own run (``Chooser.where``, ``AnchoredChooser``); empty from other
+    backends."""
+    cut: tuple[tuple[int, int], ...] = ()
+    """For a failing run of threads: the threads that had not ended when it failed, each with
+    its position in its own run, in the order they last gave the baton away (the failing one
+    last); empty from other backends."""
     trace: tuple[StepRecord, ...] = ()
     divergence: str | None = None
     opaque: bool = False

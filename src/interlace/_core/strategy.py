@@ -23,6 +23,7 @@ from interlace._core.schedule import READY, THREAD, TIMER, Decision
 
 __all__ = (
     "STRATEGIES",
+    "AnchoredChooser",
     "Chooser",
     "ExhaustiveStrategy",
     "PCTStrategy",
@@ -69,6 +70,13 @@ class Chooser:
     the list stays shorter than ``max_points - 1``, and call the chooser otherwise."""
     stock_after: int = 0
     max_points: int = NEVER
+    wants_where: bool = False
+    """True if the chooser reads :attr:`where`: a backend that can tell sets it before the
+    run (the threads backend)."""
+    where: Callable[[], tuple[int, int]] | None = None
+    """Set by the backend for a chooser that ``wants_where``: at a consult, the actor that was
+    running and its position in its own run, which the other threads do not move (the threads
+    backend: twice the points it has passed, this one included, plus one at a block)."""
 
     def choose(self, step: int, actors: Sequence[int], can_advance: bool) -> int:
         """Pick which ready option runs at ``step`` (0 = stock)."""
@@ -173,6 +181,41 @@ class ReplayChooser(Chooser):
                 )
             return 0
         return decision.choice
+
+
+class AnchoredChooser(Chooser):
+    """Re-takes deviations anchored in the running thread's own progress, not in the step.
+
+    Each deviation is ``(actor, position, target)``: at the first consult where ``actor``
+    holds the baton at ``position`` or past it (in its own run, as :attr:`Chooser.where`
+    tells), ``target`` runs instead (if it can run then). Shrinking a schedule of threads
+    drops deviations this way: with steps, dropping one shifts every later step, so the
+    deviations after it would preempt other threads at other lines; anchored, each stays
+    where its thread was.
+    """
+
+    wants_where = True
+    reads_actors = True
+
+    def __init__(self, deviations: Sequence[tuple[int, int, int]]) -> None:
+        self._pending: dict[int, collections.deque[tuple[int, int]]] = {}
+        for actor, points, target in sorted(deviations):
+            self._pending.setdefault(actor, collections.deque()).append((points, target))
+        self.consult_at = 0 if self._pending else NEVER
+
+    def choose(self, step: int, actors: Sequence[int], can_advance: bool) -> int:
+        if self.where is None:
+            return 0
+        actor, points = self.where()
+        queue = self._pending.get(actor)
+        if queue is None or points < queue[0][0]:
+            return 0
+        _, target = queue.popleft()
+        if not queue:
+            del self._pending[actor]
+            if not self._pending:
+                self.consult_at = NEVER
+        return actors.index(target) if target in actors else 0
 
 
 class _RandomWalkChooser(Chooser):

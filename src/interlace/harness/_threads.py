@@ -113,6 +113,7 @@ class _Thread:
     __slots__ = (
         "aborted",
         "actor",
+        "blocks",
         "busy",
         "checked",
         "ctl",
@@ -127,9 +128,11 @@ class _Thread:
         "pending_at",
         "predicate",
         "probe",
+        "ran",
         "resumed",
         "segment",
         "since",
+        "started",
         "status",
         "switchable",
         "thread",
@@ -164,6 +167,13 @@ class _Thread:
         self.aborted = False
         self.ident: int | None = None
         self.since = 0
+        self.ran = 0
+        """The steps it ran before it last got the baton (``Controller.where``)."""
+        self.started = 0
+        """The step at which it last got the baton."""
+        self.blocks = 0
+        """The steps it blocked or ended at (``Controller._schedule``): how many depends on
+        the other threads, so ``Controller.where`` does not count them as its points."""
         self.resumed = ""
         self.segment = 1
         self.note = ""
@@ -246,6 +256,12 @@ class Controller:
         self._current: _Thread | None = None
         self.now = 0
         self.decisions: list[Decision] = []
+        self.anchors: list[tuple[int, int]] = []
+        """For each of ``decisions``: ``where`` it was made."""
+        self.cut: tuple[tuple[int, int], ...] = ()
+        """Where the failure found the threads (``_cut``), once one is seen."""
+        self.blocking = False
+        """Set while ``_schedule`` chooses: the thread holding the baton blocks or ends."""
         self.failure: tuple[str, BaseException | None, str] | None = None
         self.failed_in: _Thread | None = None
         """The thread that held the baton when the failure was seen (unwinding the others
@@ -300,6 +316,11 @@ class Controller:
     @current.setter
     def current(self, t: _Thread | None) -> None:
         global _baton
+        old = self._current
+        if old is not None:
+            old.ran += self.step - old.started
+        if t is not None:
+            t.started = self.step
         self._current = _baton = t
         if self.quiet_until:
             self.quiet_until = 0  # it was known for the thread that held the baton
@@ -500,6 +521,7 @@ class Controller:
                 choice = 0
             if choice:
                 self.decisions.append(Decision(step, self.kind, choice, options[choice].actor))
+                self.anchors.append(self.where())
                 if self.record and not t.switchable:
                     self.free_threaded.append(step)
                 t.busy = True
@@ -564,7 +586,41 @@ class Controller:
             choice = 0
         if choice:
             self.decisions.append(Decision(step, self.kind, choice, options[choice].actor))
+            self.anchors.append(self.where())
         return choice
+
+    def _cut(self) -> tuple[tuple[int, int], ...]:
+        """Where the failure found the threads that had not ended: each one's actor and its
+        position (as ``where`` counts), in the order they last gave the baton away, the one
+        holding it last (``RunResult.cut``)."""
+        holder = self._current
+        alive = sorted(
+            (u for u in self.threads if u.status != _DONE and u is not holder),
+            key=lambda u: u.since,
+        )
+        if holder is not None:
+            alive.append(holder)
+        return tuple(
+            (
+                u.actor,
+                2 * (u.ran + (self.step - u.started if u is holder else 0) - u.blocks)
+                + (1 if u.status == _BLOCKED else 0),
+            )
+            for u in alive
+        )
+
+    def where(self) -> tuple[int, int]:
+        """The thread that holds the baton and where it is in its own run, whatever the other
+        threads did before (``Chooser.where``): twice the points it has passed (this one
+        included), plus one while it blocks or ends there.
+
+        Its blocks are not counted as points: whether a lock is free when a thread gets to it
+        depends on the other threads, while its points do not.
+        """
+        t = self._current
+        assert t is not None
+        points = t.ran + self.step - t.started - t.blocks
+        return t.actor, 2 * points + (1 if self.blocking else 0)
 
     def _switch(self, t: _Thread, u: _Thread, why: str) -> None:
         """Hand the baton from the running ``t`` (which stays as it is) to ``u``; wait."""
@@ -724,6 +780,8 @@ class Controller:
     def _schedule(self, t: _Thread, why: str) -> None:
         """``t`` blocked or ended: run another thread (or the clock); ``t`` waits if blocked."""
         self.step += 1
+        t.blocks += 1
+        self.blocking = True
         try:
             while True:
                 candidates = [u for u in (*self._order(t), t) if self._can_run(u)]
@@ -744,6 +802,7 @@ class Controller:
             self._fail_from(t, "hang", None, self._hang_detail(str(exc)))
             return
         finally:
+            self.blocking = False
             self._refresh()
         u = candidates[choice]
         if u is t:
@@ -847,6 +906,7 @@ class Controller:
         if self.failure is None and self.error is None:
             self.failure = (kind, exc, detail)
             self.failed_in = self.current
+            self.cut = self._cut()
         self._abort()
 
     def _fail_from(self, t: _Thread, kind: str, exc: BaseException | None, detail: str) -> None:
@@ -2782,6 +2842,8 @@ class ThreadsBackend:
         _interrupt.check()
         ctl = Controller(chooser, self.settings, record, stall_timeout=self.stall_timeout)
         ctl.target = str(getattr(self.target, "__qualname__", None) or repr(self.target))
+        if chooser.wants_where:
+            chooser.where = ctl.where
         main = ctl.add("MainThread", None, False)
         main.ident = _get_ident()
         _line_hooks(ctl, foreign=len(sys._current_frames()) > 1)
@@ -2856,6 +2918,8 @@ class ThreadsBackend:
             detail=detail,
             steps=ctl.step,
             decisions=tuple(ctl.decisions),
+            anchors=tuple(ctl.anchors),
+            cut=ctl.cut,
             trace=tuple(ctl.records),
             divergence=getattr(chooser, "divergence", None),
             opaque=ctl.stock_loop_tasks,
