@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 
 import interlace
-from interlace.harness import _threads
+from interlace.harness import _kernel
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0] + "/../tests/harness")
 from thread_bugs import barrier_timeout
@@ -46,13 +46,13 @@ def idle_worker() -> Iterator[None]:
 
 @contextmanager
 def idle_worker_unproved() -> Iterator[None]:
-    saved = _threads._KERNEL_TELLS
-    _threads._KERNEL_TELLS = False
+    saved = _kernel._works
+    _kernel._works = False
     try:
         with idle_worker():
             yield
     finally:
-        _threads._KERNEL_TELLS = saved
+        _kernel._works = saved
 
 
 def timed(setting: Callable[[], AbstractContextManager[None]], schedules: int) -> float:
@@ -73,7 +73,7 @@ def main() -> None:
     schedules = 40 if "--quick" in sys.argv else 200
     version = ".".join(map(str, sys.version_info[:3]))
     print(f"CPython {version}, {schedules} schedules of barrier_timeout.fixed")
-    if not _threads._KERNEL_TELLS:
+    if not _kernel.works():
         print("(no /proc here: the kernel's evidence is not available, both columns wait)")
     base = timed(nothing, schedules)
     print(f"{'no outside thread':<34} {base:7.2f} s   1.0x")

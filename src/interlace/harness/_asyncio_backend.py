@@ -21,7 +21,7 @@ from interlace._core.result import RunResult, StepRecord
 from interlace._core.schedule import READY, THREAD, Decision, Settings
 from interlace._core.strategy import Chooser
 from interlace.errors import UnsupportedOperationError
-from interlace.harness import _instrument, _interrupt, _loop, _threads
+from interlace.harness import _instrument, _interrupt, _kernel, _loop, _threads
 from interlace.harness._footprint import AVAILABLE as FOOTPRINTS
 from interlace.harness._footprint import Tracer
 from interlace.harness._introspect import (
@@ -229,6 +229,7 @@ class Watchdog:
             self._ended.acquire()
 
     def _watch(self) -> None:
+        _kernel.own_thread_started()  # a thread no run waits for
         try:
             seen: tuple[ControlledEventLoop | None, int] = (None, -1)
             since = _threads._real_monotonic()
@@ -252,6 +253,7 @@ class Watchdog:
                 _interrupt.send_to_main(loop.error)
                 since = now - self.stall_timeout + _WATCH_POLL  # once a second from now on
         finally:
+            _kernel.own_thread_ending()
             self._ended.release()
 
 

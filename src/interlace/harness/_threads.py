@@ -46,7 +46,7 @@ from interlace._core.result import RunResult, StepRecord
 from interlace._core.schedule import READY, Decision, Settings
 from interlace._core.strategy import Chooser
 from interlace.errors import UnsupportedOperationError
-from interlace.harness import _affinity, _instrument, _interrupt
+from interlace.harness import _affinity, _instrument, _interrupt, _kernel
 
 # One module object for everything from _instrument (a second import style could bind a
 # second copy when the harness modules are imported again, as pytester makes happen).
@@ -274,10 +274,7 @@ class Controller:
         self.outside_at = _positions()
         """Where every thread that exists as the run starts stands (none of them is the run's):
         one that has not moved since has done nothing the run waits for."""
-        self.outside_asleep = _asleep()
-        """The threads that sleep in the kernel as the run starts (and again once threads
-        outside the run were last seen idle), with their context switch counts
-        (``_outside_asleep``); empty where the kernel does not tell."""
+        _kernel.refresh()  # before anything of the run runs (``_outside_asleep``)
         self.stuck: _Thread | None = None
         """The thread reported stuck outside the schedule (it is unwound last)."""
         self.lock_sample: tuple[types.FrameType, int, float | None] | None = None
@@ -829,16 +826,17 @@ class Controller:
         thread can end count (not sleeps, nor joins of the run's own threads), and only while
         one may be working for the run (``_engaged_outside``): beside idle threads (a test
         runner's, a timer's) the wait ends after ``_OUTSIDE_IDLE_SECONDS``, and at once when
-        the kernel shows that none of them has run since the run began, or since they were
-        last seen idle (``_outside_asleep``).
+        the kernel shows that none of them can end it (``_outside_asleep``).
         """
         if not any(
             u.status == _BLOCKED and u.waiting is not None and u.waiting[0] in _OUTSIDE_ENDS
             for u in self.threads
         ):
             return False
-        if not self._outside_threads() or self._outside_asleep():
+        if not self._outside_threads():
             return False
+        if self._outside_asleep():
+            return any(self._can_run(u) for u in self.threads)
         start = _real_monotonic()
         while (now := _real_monotonic()) < start + _OUTSIDE_SECONDS:
             _real_sleep(_OUTSIDE_POLL)
@@ -846,8 +844,7 @@ class Controller:
                 return True
             # A thread the run just woke (a worker handed a job) needs a moment to move.
             if now >= start + _OUTSIDE_IDLE_SECONDS and not self._engaged_outside():
-                self.outside_asleep = _asleep()  # idle now: from here on, the kernel tells
-                return any(self._can_run(u) for u in self.threads)  # woken just before?
+                return False
         return False
 
     def _only_daemons_wait(self) -> bool:
@@ -984,22 +981,16 @@ class Controller:
         return False
 
     def _outside_asleep(self) -> bool:
-        """Whether every thread outside the run has slept in the kernel since the run began
-        (or since they were last seen idle: ``outside_asleep``).
-
-        Such a thread has not run a single instruction since, so it cannot have woken a thread
-        of the run, and nothing the run did woke it: a wake makes a thread runnable at once
-        (state R) and, once it has run, counts a context switch. This proves an idle thread
-        idle without waiting ``_OUTSIDE_IDLE_SECONDS`` for it to move.
-        """
+        """Whether the kernel shows that no thread outside the run can end a wait of the run:
+        each sleeps in a wait only another thread can end, and has not run since before the
+        run began (``_kernel``), so nothing the run did woke it either."""
         ours = {u.ident for u in self.threads}
-        for other in threading.enumerate():
-            if other.ident in ours or not _orig_is_alive(other):
-                continue
-            native = other.native_id
-            if native is None or _switches_asleep(native) != self.outside_asleep.get(native, 0):
-                return False
-        return True
+        natives = {
+            other.native_id
+            for other in threading.enumerate()
+            if (other.ident in ours or _ends_the_process(other)) and other.native_id is not None
+        }
+        return _kernel.idle_since(natives)
 
     def _outside_threads(self) -> list[str]:
         """The names of the live threads that are not this run's."""
@@ -2603,48 +2594,15 @@ def _tracing_off() -> None:
 _active = _allocate_lock()
 
 
-_TASKS = "/proc/self/task"
-_KERNEL_TELLS = os.path.isdir(_TASKS)
-"""Whether the kernel shows each thread's state and context switches (Linux's ``/proc``)."""
-
-
-def _switches_asleep(native_id: int) -> tuple[int, int] | None:
-    """The context switches, voluntary and not, of the thread with kernel id ``native_id``,
-    if it sleeps in the kernel now (state S or D); None if it runs, is runnable, or the
-    kernel does not tell."""
-    try:
-        with open(f"{_TASKS}/{native_id}/status", "rb") as file:
-            text = file.read()
-    except OSError:
-        return None
-    state = voluntary = involuntary = None
-    for line in text.splitlines():
-        if line.startswith(b"State:"):
-            state = line[6:].strip()[:1]
-        elif line.startswith(b"voluntary_ctxt_switches:"):
-            voluntary = int(line.split(b":", 1)[1])
-        elif line.startswith(b"nonvoluntary_ctxt_switches:"):
-            involuntary = int(line.split(b":", 1)[1])
-    if state not in (b"S", b"D") or voluntary is None or involuntary is None:
-        return None
-    return voluntary, involuntary
-
-
-def _asleep() -> dict[int, tuple[int, int]]:
-    """The threads other than this one that sleep in the kernel now, by kernel id, with their
-    context switches (``_switches_asleep``); empty where the kernel does not tell."""
-    if not _KERNEL_TELLS:
-        return {}
-    me = threading.get_native_id()
-    asleep = {}
-    for other in threading.enumerate():
-        native = other.native_id
-        if native is None or native == me:
-            continue
-        switches = _switches_asleep(native)
-        if switches is not None:
-            asleep[native] = switches
-    return asleep
+def _ends_the_process(thread: threading.Thread) -> bool:
+    """Whether ``thread`` is pytest-timeout's timer (``--timeout-method thread``): when it
+    fires, it prints the stacks and ends the process (or, under a debugger, does nothing), so
+    it never ends a wait of a run, though it waits with a timeout."""
+    function = getattr(thread, "function", None) if isinstance(thread, threading.Timer) else None
+    return (
+        getattr(function, "__module__", None) == "pytest_timeout"
+        and getattr(function, "__name__", None) == "timeout_timer"
+    )
 
 
 def _positions() -> dict[int, tuple[types.FrameType, int]]:
@@ -2983,6 +2941,11 @@ def _unwind(ctl: Controller) -> None:
             t.park.release()
         if thread is not None and _has_started(thread):
             _orig_join(thread, _UNWIND_SECONDS)
+    _kernel.unwound(
+        t.thread.native_id
+        for t in ctl.threads[1:]
+        if t.thread is not None and t.thread.native_id is not None and not _orig_is_alive(t.thread)
+    )
     ctl.release_unwound()
 
 
