@@ -18,7 +18,7 @@ from interlace._core.explorer import (
     label_for,
     shrink,
 )
-from interlace._core.result import RunResult, StepRecord
+from interlace._core.result import FailureKind, RunResult, StepRecord
 from interlace._core.schedule import (
     READY,
     THREAD,
@@ -238,6 +238,28 @@ def test_a_replay_by_actor_takes_the_index_when_the_actor_is_not_offered_or_not_
     # Advancing the clock is the option past the entries: its actor names none of them.
     advance = ReplayChooser([Decision(1, READY, 4, 2)], strict=False, by_actor=True)
     assert advance.choose(1, [2, 3, 4, 5], True) == 4
+
+
+def _raised(at_first: bool) -> AssertionError:
+    try:
+        if at_first:
+            raise AssertionError("first")
+        raise AssertionError("second")
+    except AssertionError as exc:
+        return exc
+
+
+def test_the_same_failure_is_the_same_kind_and_exception_type_raised_at_the_same_line() -> None:
+    def result(exception: BaseException | None, kind: FailureKind = "exception") -> RunResult:
+        return RunResult(kind=kind, exception=exception, detail="", steps=1, decisions=())
+
+    first = result(_raised(True))
+    assert first.same_failure(result(_raised(True)))
+    # Shrinking never trades the failure found for another of the same type elsewhere.
+    assert not first.same_failure(result(_raised(False)))
+    assert not first.same_failure(result(ValueError()))
+    assert result(None, "deadlock").same_failure(result(None, "deadlock"))
+    assert not result(None, "deadlock").same_failure(result(None, "hang"))
 
 
 def test_an_anchored_replay_switches_when_its_thread_reaches_its_point() -> None:

@@ -333,6 +333,8 @@ def shrink(
         actors = sorted({actor for actor, _ in anchors} | {d.actor for d in best.decisions})
         for size in range(1, len(best.decisions)):
             for subset in itertools.combinations(points, size):
+                if spent():
+                    return False
                 for targets in itertools.product(actors, repeat=size):
                     pairs = zip(subset, targets, strict=True)
                     if any(target == actor for (actor, _), target in pairs):

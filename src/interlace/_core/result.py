@@ -92,12 +92,26 @@ class RunResult:
     (passing) run, when the chooser asked for it."""
 
     def same_failure(self, other: RunResult) -> bool:
-        """Whether two runs fail the same way (kind, and exception type for exceptions)."""
+        """Whether two runs fail the same way: the same kind and, for exceptions, the same
+        type raised at the same line (as Hypothesis tells failures apart), so that shrinking
+        never trades the failure found for another one of the same type."""
         if self.kind != other.kind:
             return False
         if self.kind == "exception":
-            return type(self.exception) is type(other.exception)
+            return type(self.exception) is type(other.exception) and _origin(
+                self.exception
+            ) == _origin(other.exception)
         return True
+
+
+def _origin(exception: BaseException | None) -> tuple[str, int] | None:
+    """Where ``exception`` was raised: the file and line of its traceback's last frame."""
+    tb = exception.__traceback__ if exception is not None else None
+    if tb is None:
+        return None
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb.tb_frame.f_code.co_filename, tb.tb_lineno
 
 
 @dataclass(frozen=True)

@@ -199,8 +199,9 @@ class AnchoredChooser(Chooser):
 
     def __init__(self, deviations: Sequence[tuple[int, int, int]]) -> None:
         self._pending: dict[int, collections.deque[tuple[int, int]]] = {}
-        for actor, points, target in sorted(deviations):
-            self._pending.setdefault(actor, collections.deque()).append((points, target))
+        # In each thread's order; two at one position keep the order they were given in.
+        for actor, position, target in sorted(deviations, key=lambda d: (d[0], d[1])):
+            self._pending.setdefault(actor, collections.deque()).append((position, target))
         self.consult_at = 0 if self._pending else NEVER
 
     def choose(self, step: int, actors: Sequence[int], can_advance: bool) -> int:
