@@ -275,6 +275,8 @@ class Controller:
         """Where every thread that exists as the run starts stands (none of them is the run's):
         one that has not moved since has done nothing the run waits for."""
         _kernel.refresh()  # before anything of the run runs (``_outside_asleep``)
+        self.native = _thread.get_native_id()
+        """The kernel id of the run's first thread, which makes the controller."""
         self.stuck: _Thread | None = None
         """The thread reported stuck outside the schedule (it is unwound last)."""
         self.lock_sample: tuple[types.FrameType, int, float | None] | None = None
@@ -984,12 +986,11 @@ class Controller:
         """Whether the kernel shows that no thread outside the run can end a wait of the run:
         each sleeps in a wait only another thread can end, and has not run since before the
         run began (``_kernel``), so nothing the run did woke it either."""
-        ours = {u.ident for u in self.threads}
-        natives = {
-            other.native_id
-            for other in threading.enumerate()
-            if (other.ident in ours or _ends_the_process(other)) and other.native_id is not None
-        }
+        # The run's threads by their objects (a thread's ident may be reused by a new one).
+        left_out = [u.thread for u in self.threads[1:] if u.thread is not None]
+        left_out.extend(other for other in threading.enumerate() if _ends_the_process(other))
+        natives = {self.native}
+        natives.update(thread.native_id for thread in left_out if thread.native_id is not None)
         return _kernel.idle_since(natives)
 
     def _outside_threads(self) -> list[str]:
