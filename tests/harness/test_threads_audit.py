@@ -877,6 +877,20 @@ def _every_other_thread_proved_idle(but: threading.Thread | None = None) -> bool
     return False
 
 
+def _count_polls(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The scheduler's polls for threads outside the run, as they happen."""
+    polls: list[float] = []
+    real_sleep = _threads._real_sleep
+
+    def sleep(seconds: float) -> None:
+        if seconds == _threads._OUTSIDE_POLL:
+            polls.append(seconds)
+        real_sleep(seconds)
+
+    monkeypatch.setattr(_threads, "_real_sleep", sleep)
+    return polls
+
+
 def _barrier_after_a_sleep() -> None:
     """Every thread of the run waits (a barrier, a sleep) until the clock moves."""
     barrier = threading.Barrier(2)
@@ -900,16 +914,7 @@ def test_an_idle_thread_outside_the_run_is_proved_idle_without_waiting_for_it(
     # see whether that worker ends the wait.
     if not _every_other_thread_proved_idle():
         pytest.skip("a thread of the test process keeps waking, or waits with a timeout")
-    polls: list[float] = []
-    real_sleep = _threads._real_sleep
-
-    def sleep(seconds: float) -> None:
-        if seconds == _threads._OUTSIDE_POLL:
-            polls.append(seconds)
-        real_sleep(seconds)
-
-    monkeypatch.setattr(_threads, "_real_sleep", sleep)
-
+    polls = _count_polls(monkeypatch)
     exploration = interlace.explore(_barrier_after_a_sleep, seed=SEED, max_schedules=20)
     assert exploration.failure is None
     assert exploration.schedules == 20
@@ -934,15 +939,7 @@ def test_pytest_timeouts_timer_thread_is_never_waited_for(monkeypatch: pytest.Mo
     try:
         if not _every_other_thread_proved_idle(but=timer):
             pytest.skip("a thread of the test process keeps waking, or waits with a timeout")
-        polls: list[float] = []
-        real_sleep = _threads._real_sleep
-
-        def sleep(seconds: float) -> None:
-            if seconds == _threads._OUTSIDE_POLL:
-                polls.append(seconds)
-            real_sleep(seconds)
-
-        monkeypatch.setattr(_threads, "_real_sleep", sleep)
+        polls = _count_polls(monkeypatch)
         exploration = interlace.explore(_barrier_after_a_sleep, seed=SEED, max_schedules=10)
         assert exploration.failure is None
         assert polls == []
