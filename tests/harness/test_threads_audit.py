@@ -861,6 +861,12 @@ def test_a_deadlock_report_names_the_threads_outside_the_run(
     assert "Threads outside the exploration were alive (ThreadPoolExecutor-" in failure.report
 
 
+_NOT_SETTLED = (
+    "a thread of the test process never settled into a wait with no timeout within 10 s: "
+    "something left a thread that keeps waking (a poller, a timer) alive"
+)
+
+
 def _every_other_thread_proved_idle(but: threading.Thread | None = None) -> bool:
     """Wait (up to 10 s) until the kernel shows every thread but this one (and ``but``)
     asleep in an untimed wait (an executor's worker back from its first job), as a run's
@@ -912,8 +918,8 @@ def test_an_idle_thread_outside_the_run_is_proved_idle_without_waiting_for_it(
     # The executor's one worker sleeps in the kernel through every run: when every thread of
     # a run waits (the barrier, until the clock ends the sleep), no time is spent waiting to
     # see whether that worker ends the wait.
-    if not _every_other_thread_proved_idle():
-        pytest.skip("a thread of the test process keeps waking, or waits with a timeout")
+    # The suite leaves no thread that wakes by itself (a test must not leave one behind).
+    assert _every_other_thread_proved_idle(), _NOT_SETTLED
     polls = _count_polls(monkeypatch)
     exploration = interlace.explore(_barrier_after_a_sleep, seed=SEED, max_schedules=20)
     assert exploration.failure is None
@@ -937,8 +943,7 @@ def test_pytest_timeouts_timer_thread_is_never_waited_for(monkeypatch: pytest.Mo
     timer = threading.Timer(600, pytest_timeout.timeout_timer, (None, None))
     timer.start()
     try:
-        if not _every_other_thread_proved_idle(but=timer):
-            pytest.skip("a thread of the test process keeps waking, or waits with a timeout")
+        assert _every_other_thread_proved_idle(but=timer), _NOT_SETTLED
         polls = _count_polls(monkeypatch)
         exploration = interlace.explore(_barrier_after_a_sleep, seed=SEED, max_schedules=10)
         assert exploration.failure is None
