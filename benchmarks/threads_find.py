@@ -4,7 +4,7 @@ Run: ``python benchmarks/threads_find.py`` (about 10 minutes on 2 cores; ``--qui
 seeds and a 3 s stress budget). The peers are optional: ``pip install -e ".[bench]"`` (or
 ``pip install racecheck pytest-run-parallel``). Programs: the bugs of the suite in
 ``tests/harness/thread_bugs`` that stock order hides (``HIDDEN = True``), plus ``deep``
-(below), defined here.
+and ``deep_jobs`` (below), defined here.
 
 * interlace: ``interlace.explore(buggy, strategy=S, seed=s, max_schedules=1000,
   max_steps=5000)`` for each strategy and seed; schedules = ``Exploration.schedules`` (the
@@ -135,6 +135,16 @@ def deep() -> None:
         lambda: client.call("plan"),
         lambda: client.call("search"),
         lambda: client.call("summarise"),
+    )
+
+
+async def deep_jobs() -> None:
+    """``deep`` with the three calls as executor jobs of ``async def`` tasks (``to_thread``):
+    the loop's choices and the jobs' threads under one scheduler."""
+    client = _EagerClient(release_once=False)
+    assert client.call("") is None
+    await asyncio.gather(
+        *(asyncio.to_thread(client.call, prompt) for prompt in ("plan", "search", "summarise"))
     )
 
 
@@ -374,6 +384,7 @@ def main(argv: list[str]) -> int:
         if module.HIDDEN
     ]
     programs.append(("deep (2 preemptions)", _semaphore, deep))
+    programs.append(("deep jobs", None, deep_jobs))
     strategies = (*NAMED, *MIXES)
     print(
         f"python {sys.version.split()[0]}, interlace {interlace.__version__}, racecheck "
@@ -412,13 +423,14 @@ def main(argv: list[str]) -> int:
     )
     print(
         f"{'most deviations':<22}"
-        + "".join(f"{max(results[n][s][3] for n in names[:-1]):>16}" for s in strategies)
+        + "".join(f"{max(results[n][s][3] for n in names[:-2]):>16}" for s in strategies)
         + "   (after shrinking; suite programs)"
     )
-    print(
-        f"{'most deviations, deep':<22}"
-        + "".join(f"{results[names[-1]][s][3]:>16}" for s in strategies)
-    )
+    for name in names[-2:]:
+        print(
+            f"{'most deviations, ' + name.split(' (')[0]:<22}"
+            + "".join(f"{results[name][s][3]:>16}" for s in strategies)
+        )
 
     print()
     print(

@@ -283,6 +283,26 @@ def test_an_anchored_replay_switches_when_its_thread_reaches_its_point() -> None
     assert chooser.choose(15, [3, 2], False) == 0
 
 
+def test_an_anchored_replay_tells_the_event_loops_choices_from_its_threads() -> None:
+    # In a run of tasks and threads the loop's thread (actor 0) makes choices of its own
+    # (READY: which task runs; TIMER: which timer fires) and is preempted like any thread.
+    chooser = AnchoredChooser([(0, 4, 7, READY), (0, 4, 2, THREAD), (0, 6, 1, TIMER)])
+    chooser.where = lambda: (0, 5)
+    assert chooser.choose(9, [1, 2], False) == 1  # a thread's point: the THREAD deviation
+    chooser.loop_consult = True
+    assert chooser.choose(10, [5, 7], True) == 1  # the loop's own choice: task 7
+    assert chooser.choose_timer(11, 2) == 0  # its timer deviation is at point 6
+    chooser.where = lambda: (0, 6)
+    assert chooser.choose_timer(12, 2) == 1
+    assert chooser.consult_at == NEVER
+    # A plain callback (actor 0) that is not ready where the failing run took it: the
+    # clock's advance, when it is an option.
+    advance = AnchoredChooser([(0, 2, 0, READY)])
+    advance.where = lambda: (0, 2)
+    advance.loop_consult = True
+    assert advance.choose(3, [4, 5], True) == 2
+
+
 def test_dropping_a_deviation_brings_the_later_ones_a_step_sooner() -> None:
     decisions = [Decision(4, READY, 2, 7), Decision(5, READY, 3, 9), Decision(8, TIMER, 1, 0)]
     assert _without_step(decisions, 0) == [Decision(4, READY, 3, 9), Decision(7, TIMER, 1, 0)]

@@ -176,6 +176,27 @@ order runs it before others: the exception escaped it after its ``except`` and `
 blocks ran, so it raised a few points before."""
 
 
+def _anchored(run: RunResult, backend: str) -> list[tuple[int, int, int, int]]:
+    """``run``'s deviations as ``AnchoredChooser`` takes them: each one's anchor (the thread
+    that held the baton, and its position), what ran instead (a thread, a task, or a timer's
+    index) and its kind; empty if the backend recorded no anchors.
+
+    The threads backend records its choices as ``READY`` (``_threads.Controller.kind``); an
+    event loop's ``READY`` choices only come from the asyncio backend.
+    """
+    if not run.anchors or len(run.anchors) != len(run.decisions):
+        return []
+    return [
+        (
+            actor,
+            position,
+            d.choice if d.kind == TIMER else d.actor,
+            THREAD if backend == "threads" else d.kind,
+        )
+        for (actor, position), d in zip(run.anchors, run.decisions, strict=True)
+    ]
+
+
 def shrink(
     backend: Backend,
     found: RunResult,
@@ -220,13 +241,7 @@ def shrink(
     def anchored_drops() -> Iterator[bool]:
         """Each deviation dropped with the others anchored where their threads were (a
         schedule of threads: ``AnchoredChooser``)."""
-        anchors = best.anchors
-        if len(anchors) != len(best.decisions):
-            return
-        deviations = [
-            (actor, points, decision.actor)
-            for (actor, points), decision in zip(anchors, best.decisions, strict=True)
-        ]
+        deviations = _anchored(best, backend.settings.backend)
         for index in range(len(deviations)):
             yield attempt_with(AnchoredChooser(deviations[:index] + deviations[index + 1 :]))
 
@@ -329,20 +344,28 @@ def shrink(
                     return False
                 if attempt_with(AnchoredChooser(chain)):
                     return True
-        points = list(dict.fromkeys(anchors))
-        actors = sorted({actor for actor, _ in anchors} | {d.actor for d in best.decisions})
+        # Then fewer deviations at the anchors: a thread's to any thread, an event loop's
+        # choice (in a run of tasks and threads) to any option the failing run took there.
+        deviations = _anchored(best, backend.settings.backend)
+        points = list(dict.fromkeys((a, p, kind) for a, p, _, kind in deviations))
+        threads = {actor for actor, _ in anchors}
+        threads.update(t for _, _, t, kind in deviations if kind == THREAD)
+        taken: dict[int, set[int]] = {THREAD: threads}
+        for _, _, target, kind in deviations:
+            taken.setdefault(kind, set()).add(target)
         for size in range(1, len(best.decisions)):
             for subset in itertools.combinations(points, size):
                 if spent():
                     return False
-                for targets in itertools.product(actors, repeat=size):
-                    pairs = zip(subset, targets, strict=True)
-                    if any(target == actor for (actor, _), target in pairs):
-                        continue
+                options = [
+                    sorted(t for t in taken[kind] if kind != THREAD or t != actor)
+                    for actor, _, kind in subset
+                ]
+                for targets in itertools.product(*options):
                     if spent():
                         return False
-                    deviations = [(a, p, t) for (a, p), t in zip(subset, targets, strict=True)]
-                    if attempt_with(AnchoredChooser(deviations)):
+                    trial = [(a, p, t, k) for (a, p, k), t in zip(subset, targets, strict=True)]
+                    if attempt_with(AnchoredChooser(trial)):
                         return True
         return False
 

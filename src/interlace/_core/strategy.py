@@ -73,6 +73,9 @@ class Chooser:
     wants_where: bool = False
     """True if the chooser reads :attr:`where`: a backend that can tell sets it before the
     run (the threads backend)."""
+    loop_consult: bool = False
+    """Set by the event loop of a run of tasks and threads, for a chooser that ``wants_where``,
+    while it consults the chooser about its own choice (the tasks' order), not a thread's."""
     where: Callable[[], tuple[int, int]] | None = None
     """Set by the backend for a chooser that ``wants_where``: at a consult, the actor that was
     running and its position in its own run, which the other threads do not move (the threads
@@ -186,37 +189,65 @@ class ReplayChooser(Chooser):
 class AnchoredChooser(Chooser):
     """Re-takes deviations anchored in the running thread's own progress, not in the step.
 
-    Each deviation is ``(actor, position, target)``: at the first consult where ``actor``
-    holds the baton at ``position`` or past it (in its own run, as :attr:`Chooser.where`
-    tells), ``target`` runs instead (if it can run then). Shrinking a schedule of threads
-    drops deviations this way: with steps, dropping one shifts every later step, so the
-    deviations after it would preempt other threads at other lines; anchored, each stays
-    where its thread was.
+    Each deviation is ``(actor, position, target)`` or ``(actor, position, target, kind)``:
+    at the first consult of that kind where ``actor`` holds the baton at ``position`` or past
+    it (in its own run, as :attr:`Chooser.where` tells), ``target`` runs instead (if it can
+    run then). Shrinking a schedule of threads drops deviations this way: with steps,
+    dropping one shifts every later step, so the deviations after it would preempt other
+    threads at other lines; anchored, each stays where its thread was.
+
+    ``kind`` is ``THREAD`` (the default: ``target`` is a thread), or, in a run of tasks and
+    threads, a choice of the event loop's thread: ``READY`` (``target`` is a task, ``0`` a
+    plain callback, or the clock's advance when no callback is ready) or ``TIMER``
+    (``target`` is the index of the timer that fires first). The loop tells its own consults
+    apart by setting :attr:`loop_consult` around them.
     """
 
     wants_where = True
     reads_actors = True
 
-    def __init__(self, deviations: Sequence[tuple[int, int, int]]) -> None:
-        self._pending: dict[int, collections.deque[tuple[int, int]]] = {}
+    def __init__(self, deviations: Sequence[tuple[int, ...]]) -> None:
+        self._pending: dict[int, list[tuple[int, int, int]]] = {}
         # In each thread's order; two at one position keep the order they were given in.
-        for actor, position, target in sorted(deviations, key=lambda d: (d[0], d[1])):
-            self._pending.setdefault(actor, collections.deque()).append((position, target))
+        for actor, position, target, *kind in sorted(deviations, key=lambda d: (d[0], d[1])):
+            entry = (position, target, kind[0] if kind else THREAD)
+            self._pending.setdefault(actor, []).append(entry)
         self.consult_at = 0 if self._pending else NEVER
 
-    def choose(self, step: int, actors: Sequence[int], can_advance: bool) -> int:
+    def _take(self, kind: int) -> int | None:
+        """The target of the first pending deviation of ``kind`` that the running thread has
+        reached, taken; None if there is none."""
         if self.where is None:
-            return 0
+            return None
         actor, points = self.where()
         queue = self._pending.get(actor)
-        if queue is None or points < queue[0][0]:
+        if queue is None:
+            return None
+        for index, (position, target, wanted) in enumerate(queue):
+            if position > points:
+                return None
+            if wanted == kind:
+                del queue[index]
+                if not queue:
+                    del self._pending[actor]
+                    if not self._pending:
+                        self.consult_at = NEVER
+                return target
+        return None
+
+    def choose(self, step: int, actors: Sequence[int], can_advance: bool) -> int:
+        target = self._take(READY if self.loop_consult else THREAD)
+        if target is None:
             return 0
-        _, target = queue.popleft()
-        if not queue:
-            del self._pending[actor]
-            if not self._pending:
-                self.consult_at = NEVER
-        return actors.index(target) if target in actors else 0
+        if target in actors:
+            return actors.index(target)
+        if self.loop_consult and target == 0 and can_advance:
+            return len(actors)  # no plain callback is ready: the clock's advance
+        return 0
+
+    def choose_timer(self, step: int, count: int) -> int:
+        target = self._take(TIMER)
+        return target if target is not None and 0 <= target < count else 0
 
 
 class _RandomWalkChooser(Chooser):

@@ -341,6 +341,8 @@ class AsyncioBackend:
                 loop, chooser, self.settings, record, self.target, stall_timeout=self.stall_timeout
             )
             mixed.arm()
+            if chooser.wants_where:
+                chooser.where = loop.where
         recorder = _Recorder(loop) if record else None
         loop.observer = recorder
         modeller: ModelRecorder | None = None
@@ -391,8 +393,10 @@ class AsyncioBackend:
             if tracer is not None:
                 tracer.stop()
             steps = loop._step
-            model = None
             ctl = mixed.ctl if mixed is not None else None
+            if ctl is not None and kind is not None and not ctl.cut:
+                ctl.cut = ctl.cut_for(exception)  # the failure came out of the loop
+            model = None
             if (
                 modeller is not None
                 and kind is None
@@ -419,6 +423,8 @@ class AsyncioBackend:
             if refused is not None:
                 raise refused
         decisions: Sequence[Decision] = loop.decisions
+        anchors: tuple[tuple[int, int], ...] = ()
+        cut: tuple[tuple[int, int], ...] = ()
         trace = tuple(recorder.records) if recorder is not None else ()
         if ctl is not None:
             if ctl.passthrough is not None:
@@ -430,7 +436,17 @@ class AsyncioBackend:
                 if record and ctl.failed_in is not None and kind == "exception":
                     ctl.close_segment(ctl.failed_in, _raised_at(exception))
             divergence = divergence or chooser.divergence
-            decisions = tuple(sorted((*decisions, *ctl.decisions)))
+            # Each decision with its anchor, the loop's and the threads' merged in step order.
+            pairs = sorted(
+                (
+                    *zip(decisions, loop.anchors, strict=True),
+                    *zip(ctl.decisions, ctl.anchors, strict=True),
+                ),
+                key=lambda pair: pair[0],
+            )
+            decisions = tuple(decision for decision, _ in pairs)
+            anchors = tuple(anchor for _, anchor in pairs)
+            cut = ctl.cut
             trace = tuple(sorted((*trace, *ctl.records), key=lambda record: record.step))
         if loop.error is not None:
             raise loop.error
@@ -463,6 +479,8 @@ class AsyncioBackend:
             detail=detail,
             steps=steps,
             decisions=decisions,
+            anchors=anchors,
+            cut=cut,
             trace=trace,
             divergence=divergence,
             opaque=loop.opaque or (ctl is not None and ctl.stock_loop_tasks),

@@ -540,6 +540,9 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         # step, kind, choice, actor, step, kind, ...: plain ints, so a random walk's thousands
         # of decisions add no objects for the garbage collector to visit while it runs.
         self._decisions: list[int] = []
+        self._anchors: list[int] = []
+        """In a run that may start threads (``mixed_capable``): each decision's anchor, as
+        ``where`` tells it, two ints a decision (``RunResult.anchors``)."""
         self._actors = _Actors((), 0)
         self._cause = EVENT
         self._creating = False
@@ -576,6 +579,19 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
     def decisions(self) -> DecisionLog:
         """The non-stock decisions taken so far, in step order (built only when read)."""
         return DecisionLog(self._decisions.copy())
+
+    @property
+    def anchors(self) -> list[tuple[int, int]]:
+        """Each decision's anchor, in step order (only in a ``mixed_capable`` run)."""
+        flat = self._anchors
+        return list(zip(flat[::2], flat[1::2], strict=True))
+
+    def where(self) -> tuple[int, int]:
+        """The thread that holds the baton and its position in its own run
+        (``Chooser.where``): the loop's thread, which holds it alone until the run starts a
+        thread, is actor 0 and has passed every step till then."""
+        ctl = self._mixed
+        return ctl.where() if ctl is not None else (0, 2 * self._step)
 
     @property
     def last_decision_step(self) -> int:
@@ -1029,7 +1045,12 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
                     # The random walk's draw, taken here: no call at every step.
                     choice = int(uniform() * (count + can_advance))
                 elif ids is not None:
-                    choice = chooser.choose(step + 1, ids, can_advance)
+                    if chooser.wants_where:
+                        chooser.loop_consult = True
+                        choice = chooser.choose(step + 1, ids, can_advance)
+                        chooser.loop_consult = False
+                    else:
+                        choice = chooser.choose(step + 1, ids, can_advance)
                     if chooser.rank is not None:
                         self._forget_ranks()
                 elif chooser.counts_only:
@@ -1070,6 +1091,8 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
                 if actor < 0:
                     actor = _actor_of(taken)
                 self._decisions += (step + 1, READY, choice, actor)
+                if self.mixed_capable:
+                    self._anchors += self.where()
                 handle = taken
             else:
                 # Postpone everything that is ready until the next timer has fired and the
@@ -1081,6 +1104,8 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
                 self._advance_requested = True
                 self._ntodo = 0
                 self._decisions.extend((step + 1, READY, choice, 0))
+                if self.mixed_capable:
+                    self._anchors += self.where()
                 handle = None
         # _refresh_consult, inlined: this runs at every schedule point.
         consult_at = chooser.consult_at - 1
@@ -1354,6 +1379,8 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
             if choice:
                 pick = options[choice]
                 self._decisions.extend((step, TIMER, choice, 0))
+                if self.mixed_capable:
+                    self._anchors += self.where()
         chosen = window[pick] if window else None
         for index, timer in enumerate(window):
             if index != pick:

@@ -165,6 +165,7 @@ class MixedRun:
         main.ident = threading.get_ident()
         _threads._line_hooks(ctl, foreign=len(sys._current_frames()) > 1)
         ctl.current = main
+        main.started = 0  # it has held the baton since the run began (``where``)
         self.ctl = ctl
         loop._mixed = ctl
         self._previous_trace = sys.gettrace()

@@ -260,6 +260,10 @@ class Controller:
         """For each of ``decisions``: ``where`` it was made."""
         self.cut: tuple[tuple[int, int], ...] = ()
         """Where the failure found the threads (``_cut``), once one is seen."""
+        self.raised: list[tuple[BaseException, tuple[tuple[int, int], ...]]] = []
+        """Each exception an executor job of the run raised, with where it found the threads
+        (``_cut``): a failure that re-raises it elsewhere (``future.result()``, an ``await``
+        of ``to_thread``) is cut where it was raised (``cut_for``)."""
         self.blocking = False
         """Set while ``_schedule`` chooses: the thread holding the baton blocks or ends."""
         self.failure: tuple[str, BaseException | None, str] | None = None
@@ -905,8 +909,16 @@ class Controller:
         if self.failure is None and self.error is None:
             self.failure = (kind, exc, detail)
             self.failed_in = self.current
-            self.cut = self._cut()
+            self.cut = self.cut_for(exc)
         self._abort()
+
+    def cut_for(self, exc: BaseException | None) -> tuple[tuple[int, int], ...]:
+        """Where the failure ``exc`` found the threads: where an executor job raised it, if
+        one did (``raised``), else where they stand now (``_cut``)."""
+        for raised, cut in self.raised:
+            if raised is exc:
+                return cut
+        return self._cut()
 
     def _fail_from(self, t: _Thread, kind: str, exc: BaseException | None, detail: str) -> None:
         """A failure seen in the running thread ``t``: stop the run; ``t`` unwinds."""
@@ -1977,6 +1989,24 @@ def run_ordered_hashes() -> Callable[[], None]:
     return end
 
 
+_orig_set_exception = concurrent.futures.Future.set_exception
+
+
+def _future_set_exception(self: concurrent.futures.Future[Any], exception: Any) -> None:
+    """``Future.set_exception``: an executor job of a run raised; note where the threads
+    stood (``Controller.raised``)."""
+    t = _local.thread
+    if t is not None and isinstance(exception, BaseException):
+        ctl = t.ctl
+        if ctl.failure is None and not ctl.aborting and len(ctl.raised) < _RAISED_KEPT:
+            ctl.raised.append((exception, ctl._cut()))
+    _orig_set_exception(self, exception)
+
+
+_RAISED_KEPT = 16
+"""How many jobs' exceptions a run notes (a failure is most often the first)."""
+
+
 _HASH_BASE = 1 << 32
 """Above the small ints most programs put in sets, so the numbers seldom collide with them."""
 
@@ -1996,6 +2026,7 @@ _PATCHES: list[tuple[Any, str, Any]] = [
     (threading.Thread, "start", _start),
     *_THREAD_STARTS,
     (threading.Thread, "join", _join),
+    (concurrent.futures.Future, "set_exception", _future_set_exception),
     (threading.Thread, "is_alive", _is_alive),
     (threading.Condition, "__enter__", _cond_enter),
     (threading.Condition, "__exit__", _cond_exit),
