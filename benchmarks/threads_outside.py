@@ -1,6 +1,8 @@
 """What a thread outside the exploration costs: the same exploration with no such thread,
 beside an idle ``ThreadPoolExecutor`` worker, and beside one with the kernel's evidence
-switched off (the 50 ms wait that proved such a thread idle before).
+switched off (the 50 ms wait that proved such a thread idle before); then beside a heartbeat
+(a thread that wakes every 30 s, as a batch exporter or a keep-alive does), with and without
+the deadline of its wait read from the kernel.
 
 Run: ``python benchmarks/threads_outside.py`` (about 30 s; ``--quick`` for fewer schedules),
 on every CPython the project supports, e.g.
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -55,6 +58,35 @@ def idle_worker_unproved() -> Iterator[None]:
         _kernel._works = saved
 
 
+@contextmanager
+def heartbeat() -> Iterator[None]:
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(30):
+            pass
+
+    thread = threading.Thread(target=beat)
+    thread.start()
+    time.sleep(0.05)  # in its wait
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+@contextmanager
+def heartbeat_unread() -> Iterator[None]:
+    saved = _kernel._deadlines
+    _kernel._deadlines = False
+    try:
+        with heartbeat():
+            yield
+    finally:
+        _kernel._deadlines = saved
+
+
 def timed(setting: Callable[[], AbstractContextManager[None]], schedules: int) -> float:
     best = float("inf")
     for _ in range(REPEATS):
@@ -80,6 +112,8 @@ def main() -> None:
     for name, setting in [
         ("idle worker, proved idle (now)", idle_worker),
         ("idle worker, 50 ms wait (before)", idle_worker_unproved),
+        ("heartbeat, deadline read (now)", heartbeat),
+        ("heartbeat, 50 ms wait (before)", heartbeat_unread),
     ]:
         seconds = timed(setting, schedules)
         print(f"{name:<34} {seconds:7.2f} s {seconds / base:6.1f}x")

@@ -867,17 +867,19 @@ _NOT_SETTLED = (
 )
 
 
-def _every_other_thread_proved_idle(but: threading.Thread | None = None) -> bool:
+def _every_other_thread_proved_idle(
+    but: threading.Thread | None = None, *, quiet_for: float = 0.0
+) -> bool:
     """Wait (up to 10 s) until the kernel shows every thread but this one (and ``but``)
-    asleep in an untimed wait (an executor's worker back from its first job), as a run's
-    start would see them."""
+    asleep in an untimed wait (an executor's worker back from its first job), or one whose
+    deadline is more than ``quiet_for`` off, as a run's start would see them."""
     ours = {threading.get_native_id()}
     if but is not None and but.native_id is not None:
         ours.add(but.native_id)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         _kernel.refresh()
-        if _kernel.idle_since(ours):
+        if _kernel.idle_since(ours, quiet_for=quiet_for):
             return True
         time.sleep(0.01)
     return False
@@ -953,15 +955,34 @@ def test_pytest_timeouts_timer_thread_is_never_waited_for(monkeypatch: pytest.Mo
         timer.join()
 
 
-def test_a_thread_outside_the_run_that_polls_is_waited_for() -> None:
+_DEADLINES = pytest.mark.skipif(
+    not _kernel.reads_deadlines(), reason="the kernel does not show wait deadlines here"
+)
+
+
+@pytest.mark.parametrize(
+    ("period", "sleeps"),
+    [
+        (0.005, True),
+        pytest.param(0.08, True, marks=_DEADLINES),
+        pytest.param(0.3, False, marks=_DEADLINES),
+    ],
+    ids=["5ms-sleep", "80ms-sleep", "300ms-timed-wait"],
+)
+def test_a_thread_outside_the_run_that_polls_is_waited_for(period: float, sleeps: bool) -> None:
     # The poller sleeps between looks (a timed wait, which ends by itself): it is not proved
-    # idle, and the event it sets ends the wait, as on a stock interpreter.
+    # idle, and the event it sets ends the wait, as on a stock interpreter. One that looks
+    # less often than the scheduler waits for threads to move is waited for until its
+    # deadline (the kernel shows it), within the half second it waits at most.
     box: list[threading.Event] = []
     stop = threading.Event()
 
     def poller() -> None:
         while not stop.is_set():
-            time.sleep(0.005)
+            if sleeps:
+                time.sleep(period)
+            else:
+                stop.wait(period)
             while box:
                 box.pop().set()
 
@@ -975,6 +996,30 @@ def test_a_thread_outside_the_run_that_polls_is_waited_for() -> None:
             assert event.wait()
 
         assert interlace.explore(scenario, seed=SEED, max_schedules=5).failure is None
+    finally:
+        stop.set()
+        thread.join()
+
+
+@_DEADLINES
+def test_a_heartbeat_outside_the_run_is_not_waited_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A thread that wakes every 30 s (a heartbeat, a batch exporter's flush): the kernel
+    # shows its deadline further off than the scheduler would wait, so it is not waited for.
+    stop = threading.Event()
+
+    def heartbeat() -> None:
+        while not stop.wait(30):
+            pass
+
+    thread = threading.Thread(target=heartbeat)
+    thread.start()
+    try:
+        quiet_for = _threads._OUTSIDE_QUIET_SECONDS
+        assert _every_other_thread_proved_idle(quiet_for=quiet_for), _NOT_SETTLED
+        polls = _count_polls(monkeypatch)
+        exploration = interlace.explore(_barrier_after_a_sleep, seed=SEED, max_schedules=10)
+        assert exploration.failure is None
+        assert polls == []
     finally:
         stop.set()
         thread.join()

@@ -87,6 +87,10 @@ _OUTSIDE_SECONDS = 0.5
 _OUTSIDE_POLL = 0.001
 _OUTSIDE_IDLE_SECONDS = 0.05
 """How long threads outside the run may stay where they stood before they count as idle."""
+_OUTSIDE_QUIET_SECONDS = _OUTSIDE_SECONDS + _OUTSIDE_IDLE_SECONDS
+"""A thread outside the run asleep until a deadline further off than this would not move
+before the wait for threads outside the run gives up: it counts as idle at once
+(``_natives``)."""
 _OUTSIDE_ENDS = frozenset({"lock", "condition", "io", "flock", "loop"})
 """The kinds of wait a thread outside the run can end (a release, a notify, a write)."""
 _LOCK_STALL_SECONDS = 2.0
@@ -278,7 +282,7 @@ class Controller:
         self.outside_at = _positions()
         """Where every thread that exists as the run starts stands (none of them is the run's):
         one that has not moved since has done nothing the run waits for."""
-        _kernel.refresh()  # before anything of the run runs (``_outside_asleep``)
+        _kernel.refresh()  # before anything of the run runs (``_woken_from_outside``)
         self.native = _thread.get_native_id()
         """The kernel id of the run's first thread, which makes the controller."""
         self.stuck: _Thread | None = None
@@ -832,7 +836,7 @@ class Controller:
         thread can end count (not sleeps, nor joins of the run's own threads), and only while
         one may be working for the run (``_engaged_outside``): beside idle threads (a test
         runner's, a timer's) the wait ends after ``_OUTSIDE_IDLE_SECONDS``, and at once when
-        the kernel shows that none of them can end it (``_outside_asleep``).
+        the kernel shows that none of them can end it by then (``_natives``).
         """
         if not any(
             u.status == _BLOCKED and u.waiting is not None and u.waiting[0] in _OUTSIDE_ENDS
@@ -841,16 +845,26 @@ class Controller:
             return False
         if not self._outside_threads():
             return False
-        if self._outside_asleep():
+        ours = self._natives()
+        if _kernel.idle_since(ours, quiet_for=_OUTSIDE_QUIET_SECONDS):
             return any(self._can_run(u) for u in self.threads)
         start = _real_monotonic()
-        while (now := _real_monotonic()) < start + _OUTSIDE_SECONDS:
+        end = start + _OUTSIDE_SECONDS
+        # A thread that its timeout wakes within the wait (a poller between looks, which
+        # nothing notifies) is given one look: as long after its next deadline as any
+        # thread gets to move.
+        looks = _kernel.wakes(ours, end)
+        while (now := _real_monotonic()) < end:
             _real_sleep(_OUTSIDE_POLL)
             if any(self._can_run(u) for u in self.threads):
                 return True
             # A thread the run just woke (a worker handed a job) needs a moment to move.
-            if now >= start + _OUTSIDE_IDLE_SECONDS and not self._engaged_outside():
-                return False
+            idle_from = max([start, *looks.values()])
+            if now >= idle_from + _OUTSIDE_IDLE_SECONDS and not self._engaged_outside():
+                for native, due in _kernel.wakes(ours, end).items():
+                    looks.setdefault(native, due)  # one that was awake: its next look
+                if now >= max([start, *looks.values()]) + _OUTSIDE_IDLE_SECONDS:
+                    return False
         return False
 
     def _only_daemons_wait(self) -> bool:
@@ -994,16 +1008,22 @@ class Controller:
                 return True
         return False
 
-    def _outside_asleep(self) -> bool:
-        """Whether the kernel shows that no thread outside the run can end a wait of the run:
-        each sleeps in a wait only another thread can end, and has not run since before the
-        run began (``_kernel``), so nothing the run did woke it either."""
-        # The run's threads by their objects (a thread's ident may be reused by a new one).
+    def _natives(self) -> set[int]:
+        """The kernel ids of the threads ``_kernel`` leaves out: the run's own (by their
+        objects: a thread's ident may be reused by a new one) and those whose only act ends
+        the process (pytest-timeout's timer).
+
+        For the others, the kernel may show that none can end a wait of the run before the
+        wait for them would give up: each has not run since before the run began, so nothing
+        the run did woke it, and sleeps in a wait that only another thread ends, or that its
+        own timeout ends further off than ``_OUTSIDE_QUIET_SECONDS`` (a heartbeat, a batch
+        exporter): the wait for threads outside the run would give up before it moved, with
+        the same outcome."""
         left_out = [u.thread for u in self.threads[1:] if u.thread is not None]
         left_out.extend(other for other in threading.enumerate() if _ends_the_process(other))
         natives = {self.native}
         natives.update(thread.native_id for thread in left_out if thread.native_id is not None)
-        return _kernel.idle_since(natives)
+        return natives
 
     def _outside_threads(self) -> list[str]:
         """The names of the live threads that are not this run's."""
