@@ -144,6 +144,31 @@ def test_exhaustive_search_finds_the_hidden_lost_update_with_one_deviation() -> 
     assert exploration.exhausted is False
 
 
+@pytest.mark.parametrize(("budget", "most"), [(None, 20.0), (1000.0, 20.0), (3.0, 3.0)])
+def test_shrinking_spends_at_most_what_is_left_of_the_budget(
+    monkeypatch: pytest.MonkeyPatch, budget: float | None, most: float
+) -> None:
+    given: list[float] = []
+    real_shrink = shrink
+
+    def watched(backend: ToyBackend, found: RunResult, *, max_seconds: float) -> object:
+        given.append(max_seconds)
+        return real_shrink(backend, found, max_seconds=max_seconds)
+
+    monkeypatch.setattr("interlace._core.explorer.shrink", watched)
+    exploration = explore_backend(
+        lost_update_hidden(),
+        ExhaustiveStrategy(bound=2),
+        max_schedules=100,
+        seed=0,
+        hints=HINTS,
+        max_seconds=budget,
+    )
+    assert exploration.failure is not None
+    assert len(given) == 1
+    assert most - exploration.elapsed <= given[0] <= most
+
+
 def test_exhaustive_search_reports_exhaustion_on_a_correct_program() -> None:
     exploration = explore_backend(
         correct_program(), ExhaustiveStrategy(bound=3), max_schedules=10_000, seed=0, hints=HINTS

@@ -102,6 +102,28 @@ def test_a_lost_update_is_labelled_with_where_a_gil_build_can_switch(
         assert "free-threaded" not in failure.report
 
 
+def _bump(counts: dict[str, int]) -> None:
+    count = counts.get("k", 0)  # the read is a call: the GIL may switch as it returns
+    counts["k"] = count + 1
+
+
+def lost_update_read_by_a_call() -> None:
+    counts: dict[str, int] = {}
+    _two_threads(lambda: _bump(counts))
+    assert counts["k"] == 2, counts
+
+
+def test_a_preemption_a_gil_build_cannot_make_moves_back_to_where_it_can() -> None:
+    # Shrinking may keep the preemption at the write's line, where a GIL build does not
+    # switch (no call since the previous point); the same preemption a point back, as the
+    # get() call returns, fails the same way with the GIL. A stock build loses updates here
+    # (it was labelled "needs a free-threaded build" on one of these seeds).
+    for seed in range(10):
+        failure = interlace.explore(lost_update_read_by_a_call, seed=seed).failure
+        assert failure is not None
+        assert (failure.label, failure.deviations) == (PREEMPTION, 1), (seed, failure.report)
+
+
 class Registry:
     def __init__(self) -> None:
         self.items: dict[str, object] = {}

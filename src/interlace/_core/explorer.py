@@ -427,20 +427,23 @@ def make_failure(
 
 
 _GIL_MOVES = 3
-"""How many later points a preemption a GIL build cannot make is tried at."""
+"""How many later points, and how many earlier ones, a preemption a GIL build cannot make is
+tried at."""
 
 
 def at_gil_switches(
     backend: Backend, best: RunResult, recorded: RunResult
 ) -> tuple[RunResult, RunResult]:
     """Move each preemption of ``best`` that a GIL build cannot make (``recorded`` is its
-    recorded run) to one of the next points where it can, while the run still fails the same
-    way with no more deviations; returns the schedule and its recorded run.
+    recorded run) to one of the nearest points where it can, while the run still fails the
+    same way with no more deviations; returns the schedule and its recorded run.
 
     Shrinking counts deviations, not where a GIL build can switch threads: a check-then-act
     split between the check and the act needs a free-threaded build there, but the same
-    preemption a few points on (at the call that computes what to write) happens with the GIL
-    too. Every candidate is run: the failure reported is one that ran.
+    preemption a few points on (at the call that computes what to write), or a point back
+    (right after the call that read), happens with the GIL too. The next points are tried
+    first, then the ones before (after the deviation before it). Every candidate is run: the
+    failure reported is one that ran.
     """
     for _ in range(len(recorded.free_threaded)):
         step = recorded.free_threaded[0]
@@ -449,8 +452,10 @@ def at_gil_switches(
         if index is None:
             break
         prefix = backend.run(ReplayChooser(decisions[:index], strict=False), record=True)
-        moved_to = [point for point in prefix.gil_points if point > step][:_GIL_MOVES]
-        for point in moved_to:
+        floor = decisions[index - 1].step if index else 0
+        later = [point for point in prefix.gil_points if point > step][:_GIL_MOVES]
+        earlier = [point for point in prefix.gil_points if floor < point < step]
+        for point in [*later, *reversed(earlier[-_GIL_MOVES:])]:
             shift = point - step
             moved = [
                 *decisions[:index],
@@ -624,7 +629,11 @@ def explore_backend(
         if progress is not None:
             progress(schedules, max_schedules)
         if result.kind is not None:
-            best, _ = shrink(backend, result)
+            # Shrinking spends what is left of the budget (at most its own bound).
+            seconds = _SHRINK_SECONDS
+            if max_seconds is not None:
+                seconds = min(seconds, max(0.0, max_seconds - (time.monotonic() - started)))
+            best, _ = shrink(backend, result, max_seconds=seconds)
             failure = make_failure(backend, best, result.steps, hints)
             break
     return Exploration(

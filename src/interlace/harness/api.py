@@ -250,7 +250,9 @@ def explore(
         bound: deviations per schedule for the exhaustive search.
         depth: the bug depth PCT targets.
         max_seconds: a wall-clock budget for the whole exploration, or None; no schedule
-            starts after it is spent, but the first always runs.
+            starts after it is spent, but the first always runs. Shrinking a failure spends
+            what is left of it (the failure is reported as far as it shrank), then the
+            failing schedule runs once more, recorded for the report.
         stall_timeout: real seconds one step may run without reaching a schedule point (a
             task that does not return to the event loop, a thread blocked or computing
             outside interlace's control) before the exploration stops with

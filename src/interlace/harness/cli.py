@@ -228,8 +228,8 @@ def add_explore_parser(subparsers: Any) -> argparse.ArgumentParser:
         default=None,
         metavar="SECONDS",
         help="a wall-clock budget for the whole exploration: no schedule starts after it "
-        "is spent, but the first (stock order) always runs (default: none, only "
-        "--max-schedules)",
+        "is spent, but the first (stock order) always runs, and shrinking a failure spends "
+        "what is left (default: none, only --max-schedules)",
     )
     parser.add_argument(
         "--stall-timeout",
