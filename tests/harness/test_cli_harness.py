@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from interlace._core.schedule import Settings, encode_token
-from interlace.harness import cli
+from interlace.harness import api, cli
 from interlace.harness._instrument import uninstrumentable
 from interlace.harness._threads import MSG_STALL_TIMEOUT
 
@@ -283,14 +283,17 @@ def test_explore_json_is_one_object_with_the_documented_keys(
     payload = json.loads(out)
     assert set(payload) == {
         "target",
+        "error",
         "failure",
         "schedules",
         "exhausted",
+        "opaque",
         "strategy",
         "seed",
         "elapsed",
     }
     assert payload["target"] == target
+    assert (payload["error"], payload["opaque"]) == (None, False)
     assert payload["seed"] == 3
     assert payload["strategy"].startswith("auto(")
     assert isinstance(payload["elapsed"], float)
@@ -473,16 +476,18 @@ def test_replay_json_and_a_schedule_that_no_longer_fails(
     code, out, err = invoke(capsys, "replay", "scenarios:lock_order", token, "--format", "json")
     assert code == cli.EXIT_FINDINGS
     payload = json.loads(out)
-    assert set(payload) == {"target", "token", "failure"}
+    assert set(payload) == {"target", "token", "error", "failure"}
     assert (payload["target"], payload["token"]) == ("scenarios:lock_order", token)
+    assert payload["error"] is None
     assert payload["failure"]["kind"] == "deadlock"
 
     code, out, err = invoke(capsys, "replay", "scenarios:correct", token)
     assert code == cli.EXIT_CLEAN
     assert out == ""
-    assert (
-        err == "interlace replay: " + cli.MSG_REPLAY_PASSED.format(spec="scenarios:correct") + "\n"
-    )
+    # The deadlock is stock order, so the line also names the other cause it could have.
+    stock = api.MSG_REPLAY_STOCK.format(where=api.MSG_EARLIER_STATE_GLOBALS)
+    passed = cli.MSG_REPLAY_PASSED.format(spec="scenarios:correct")
+    assert err == f"interlace replay: {passed}. {stock}\n"
 
 
 @pytest.mark.usefixtures("project")
@@ -687,10 +692,36 @@ def test_a_target_interlace_cannot_explore_exits_2_without_a_failure_or_replay_l
         capsys, "explore", f"misused:{function}", "--seed", "1", "--format", output
     )
     assert code == cli.EXIT_ERROR
-    assert out == ""
     assert err.startswith(f"interlace explore: error: {expected}")
     assert err.count("\n") == 1  # one line: no report, no traceback, no replay token
     assert "il1." not in err
+    if output == "text":
+        assert out == ""
+    else:  # an object whatever happened, for a CI step that parses stdout
+        message = err.removeprefix("interlace explore: error: ").removesuffix("\n")
+        assert json.loads(out) == {"target": f"misused:{function}", "error": message}
+
+
+@pytest.mark.usefixtures("project")
+@pytest.mark.parametrize(
+    ("argv", "error"),
+    [
+        (["explore", "nowhere:scenario"], "cannot import 'nowhere'"),
+        (["replay", "nowhere:scenario", "il1.eNpj4OCY4PeC_cAsnoYT57bwMgAALmgGGw"], "cannot"),
+        (["replay", "scenarios:correct", "il1.not-a-token"], "replay token"),
+    ],
+)
+def test_json_output_of_a_command_that_cannot_run_is_an_object_with_the_error(
+    capsys: pytest.CaptureFixture[str], argv: list[str], error: str
+) -> None:
+    code, out, err = invoke(capsys, *argv, "--format", "json")
+    assert code == cli.EXIT_ERROR
+    payload = json.loads(out)
+    assert payload["target"] == argv[1]
+    assert payload["error"] == err.split(": error: ", 1)[1].removesuffix("\n")
+    assert error in payload["error"]
+    if argv[0] == "replay":
+        assert payload["token"] == argv[2]
 
 
 @pytest.mark.parametrize("subcommand", ["explore", "replay"])
@@ -812,9 +843,11 @@ def test_explore_json_for_a_plain_function(
     payload = json.loads(out)
     assert set(payload) == {
         "target",
+        "error",
         "failure",
         "schedules",
         "exhausted",
+        "opaque",
         "strategy",
         "seed",
         "elapsed",
@@ -922,3 +955,103 @@ def test_progress_counts_the_schedules_of_a_threads_exploration(
     assert frames[1:-1] == [f"interlace explore: {n}/25 schedules" for n in range(1, 26)]
     assert frames[-1].startswith("\x1b[K")
     assert "interlace explore: no failure in 25 schedules" in frames[-1]
+
+
+LEFT_BEHIND = """
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+
+runs = []
+lock = asyncio.Lock()
+pool = ThreadPoolExecutor(max_workers=1)
+pool.submit(int).result()  # its worker starts now, outside any exploration
+
+
+async def module_state():
+    runs.append(1)
+    await asyncio.sleep(0)
+    assert len(runs) == 1, "ran before"
+
+
+async def module_lock():
+    async def critical():
+        async with lock:
+            await asyncio.sleep(0)
+
+    await asyncio.gather(critical(), critical())
+
+
+async def module_pool():
+    await asyncio.get_running_loop().run_in_executor(pool, int)
+"""
+
+
+@pytest.fixture
+def left_behind(project: Path) -> Iterator[Path]:
+    (project / "left_behind.py").write_text(LEFT_BEHIND, encoding="utf-8")
+    yield project
+    module = sys.modules.get("left_behind")
+    if module is not None:
+        module.pool.shutdown()
+
+
+@pytest.mark.usefixtures("left_behind")
+@pytest.mark.parametrize(
+    ("function", "note"),
+    [
+        (
+            "module_state",
+            api.MSG_EARLIER_STATE.format(
+                where=api.MSG_EARLIER_STATE_GLOBALS, subject=api.MSG_IN_FUNCTION
+            ),
+        ),
+        (
+            "module_lock",
+            api.MSG_OTHER_LOOP.format(made=api.MSG_OTHER_LOOP_BEFORE, subject=api.MSG_IN_FUNCTION),
+        ),
+    ],
+    ids=["state", "lock"],
+)
+def test_explore_says_when_a_failure_depends_on_what_earlier_schedules_left(
+    capsys: pytest.CaptureFixture[str], function: str, note: str
+) -> None:
+    code, out, err = invoke(capsys, "explore", f"left_behind:{function}", "--seed", "1")
+    assert code == cli.EXIT_FINDINGS
+    assert "Label: fails under stock order (0 deviations from stock order)\n" in out
+    assert out.count(note) == 1
+    assert f"\n\n{note}\n\nTraceback (most recent call last):\n" in out
+    assert err.startswith("interlace explore: found an exception after 2 schedules (seed 1, ")
+
+    sys.modules["left_behind"].runs.clear()  # as in a new process
+    code, out, err = invoke(capsys, "explore", f"left_behind:{function}", "--format=json")
+    assert json.loads(out)["failure"]["report"].endswith("\n\n" + note)
+
+
+@pytest.mark.usefixtures("left_behind")
+def test_a_passing_replay_of_a_stock_order_token_names_state_left_by_earlier_schedules(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _, out, _ = invoke(capsys, "explore", "left_behind:module_state", "--seed", "1")
+    token = token_of(out)
+    sys.modules["left_behind"].runs.clear()  # as in a new process
+    code, out, err = invoke(capsys, "replay", "left_behind:module_state", token)
+    assert code == cli.EXIT_CLEAN
+    passed = cli.MSG_REPLAY_PASSED.format(spec="left_behind:module_state")
+    stock = api.MSG_REPLAY_STOCK.format(where=api.MSG_EARLIER_STATE_GLOBALS)
+    assert err == f"interlace replay: {passed}. {stock}\n"
+
+
+@pytest.mark.usefixtures("left_behind")
+def test_explore_says_when_executor_jobs_ran_outside_its_control(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = invoke(
+        capsys, "explore", "left_behind:module_pool", "--seed", "1", "--max-schedules", "5"
+    )
+    assert (code, out) == (cli.EXIT_CLEAN, "")
+    opaque = api.MSG_OPAQUE.format(when="the exploration", subject=api.MSG_IN_FUNCTION)
+    assert err.startswith("interlace explore: no failure in 5 schedules (seed 1, ")
+    assert err.endswith(f" s); {opaque}\n")
+
+    code, out, err = invoke(capsys, "explore", "left_behind:module_pool", "--format=json")
+    assert json.loads(out)["opaque"] is True

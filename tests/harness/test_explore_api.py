@@ -7,12 +7,14 @@ import functools
 import queue
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 
 import interlace
 from interlace.errors import ConfigError, InvalidTargetError
+from interlace.harness import api
 from interlace.harness._instrument import uninstrumentable
 
 
@@ -223,3 +225,90 @@ def test_the_other_modules_interlace_patches_can_be_instrumented(name: str) -> N
     assert uninstrumentable(name) is None
     exploration = interlace.explore(_queue_round_trip, seed=1, max_schedules=20, instrument=[name])
     assert exploration.failure is None
+
+
+def _left_behind_by_earlier_schedules(asynchronous: bool) -> Callable[[], Any]:
+    """A target that passes on its first run and fails on every later one: it keeps what it
+    did in a list outside itself, as a module global would."""
+    runs: list[int] = []
+
+    def plain() -> None:
+        runs.append(1)
+        assert len(runs) == 1, "ran before"
+
+    async def coroutine() -> None:
+        runs.append(1)
+        await asyncio.sleep(0)
+        assert len(runs) == 1, "ran before"
+
+    return coroutine if asynchronous else plain
+
+
+@pytest.mark.parametrize("asynchronous", [True, False], ids=["async", "plain"])
+def test_a_stock_order_failure_after_stock_order_passed_blames_earlier_schedules(
+    asynchronous: bool,
+) -> None:
+    target = _left_behind_by_earlier_schedules(asynchronous)
+    failure = interlace.explore(target, max_schedules=20, seed=1).failure
+    assert failure is not None
+    assert (failure.label, failure.deviations) == ("fails under stock order", 0)
+    note = api.MSG_EARLIER_STATE.format(
+        where=api.MSG_EARLIER_STATE_GLOBALS, subject=api.MSG_IN_FUNCTION
+    )
+    assert failure.report.endswith("\n\n" + note)
+    assert failure.exception is not None
+    assert failure.exception.__notes__[-1] == note
+
+
+def test_an_asyncio_object_bound_by_an_earlier_schedule_says_to_create_it_inside() -> None:
+    lock = asyncio.Lock()  # outside the target: the first schedule binds it to its loop
+
+    async def target() -> None:
+        async def critical() -> None:
+            async with lock:
+                await asyncio.sleep(0)
+
+        await asyncio.gather(critical(), critical())
+
+    failure = interlace.explore(target, max_schedules=20, seed=1).failure
+    assert failure is not None
+    assert "is bound to a different event loop" in str(failure.exception)
+    note = api.MSG_OTHER_LOOP.format(made=api.MSG_OTHER_LOOP_BEFORE, subject=api.MSG_IN_FUNCTION)
+    assert failure.report.endswith("\n\n" + note)
+    assert failure.exception is not None
+    assert failure.exception.__notes__[-1] == note
+    assert failure.report.count("interlace: ") == 1
+
+
+@pytest.mark.parametrize("target", [_always_fails, _always_fails_in_a_thread])
+def test_a_failure_on_the_first_schedule_gets_no_note(target: Callable[[], Any]) -> None:
+    failure = interlace.explore(target, max_schedules=20, seed=1).failure
+    assert failure is not None
+    assert "\ninterlace: " not in failure.report
+    assert failure.exception is not None
+    assert len(failure.exception.__notes__) == 1  # the schedule and how to replay it
+
+
+def test_executor_jobs_on_threads_started_before_the_exploration_make_it_opaque() -> None:
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(int).result()  # its worker now runs outside interlace's control
+
+        async def on_the_pool() -> None:
+            await asyncio.get_running_loop().run_in_executor(pool, int)
+
+        exploration = interlace.explore(on_the_pool, max_schedules=5, seed=1)
+    assert exploration.failure is None
+    assert (exploration.opaque, exploration.exhausted) == (True, False)
+    assert api.explain_opaque(exploration) == api.MSG_OPAQUE.format(
+        when="the exploration", subject=api.MSG_IN_FUNCTION
+    )
+
+
+def test_executor_jobs_on_controlled_threads_are_not_opaque() -> None:
+    async def in_a_thread() -> None:
+        await asyncio.to_thread(int)
+
+    exploration = interlace.explore(in_a_thread, max_schedules=5, seed=1)
+    assert exploration.failure is None
+    assert exploration.opaque is False
+    assert api.explain_opaque(exploration) == ""

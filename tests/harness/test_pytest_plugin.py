@@ -26,6 +26,7 @@ import interlace
 # this process on one copy of it (tests/harness/test_threads_plugin_findings.py says why).
 import interlace.harness.api
 from interlace._core.schedule import Settings, encode_token
+from interlace.harness import api
 from interlace.harness import pytest_plugin as plugin
 from interlace.harness._threads import MSG_STALL_TIMEOUT
 
@@ -145,7 +146,7 @@ def test_the_printed_replay_line_fails_the_same_way_until_the_bug_is_fixed(
     fixed = run(pytester, *args)
     fixed.assert_outcomes(passed=1)
     fixed.stdout.fnmatch_lines(
-        [plugin.MSG_REPLAY_PASSED.format(nodeid="test_bank.py::test_lost_update", fixtures="")]
+        [plugin.MSG_REPLAY_PASSED.format(nodeid="test_bank.py::test_lost_update", cause="")]
     )
 
 
@@ -1053,7 +1054,7 @@ def test_a_plain_test_runs_its_threads_under_control_and_its_replay_line_fails_t
     fixed = run(pytester, *args)
     fixed.assert_outcomes(passed=1)
     fixtures = plugin.MSG_REPLAY_PASSED_FIXTURES.format(names="keys")
-    fixed.stdout.fnmatch_lines([plugin.MSG_REPLAY_PASSED.format(nodeid=nodeid, fixtures=fixtures)])
+    fixed.stdout.fnmatch_lines([plugin.MSG_REPLAY_PASSED.format(nodeid=nodeid, cause=fixtures)])
     explored = run(pytester, "-rP")
     explored.assert_outcomes(passed=1)
     explored.stdout.fnmatch_lines(
@@ -1657,7 +1658,7 @@ async def test_other():
     other = run(pytester, "test_bank.py::test_other", option)
     other.assert_outcomes(passed=1)
     other.stdout.fnmatch_lines(
-        [plugin.MSG_REPLAY_PASSED.format(nodeid="test_bank.py::test_other", fixtures="")]
+        [plugin.MSG_REPLAY_PASSED.format(nodeid="test_bank.py::test_other", cause="")]
     )
     assert "a token from a different test" in plugin.MSG_REPLAY_PASSED
     assert "different test" in plugin.MSG_REPLAY_DIVERGED
@@ -1718,12 +1719,16 @@ def test_a_failure_left_by_earlier_schedules_in_fixtures_says_so(
     found = run(pytester)
     found.assert_outcomes(failed=3)
     output = found.stdout.str()
-    earlier = plugin.MSG_EARLIER_STATE.format(
-        where=plugin.MSG_EARLIER_STATE_FIXTURES.format(names="registry")
-    )
+    in_fixtures = api.MSG_EARLIER_STATE_FIXTURES.format(names="registry")
+    earlier = api.MSG_EARLIER_STATE.format(where=in_fixtures, subject=api.MSG_IN_TEST)
     assert f"E       {earlier}" in output
-    assert f"E           {plugin.MSG_OTHER_LOOP}" in output
-    globals_left = plugin.MSG_EARLIER_STATE.format(where=plugin.MSG_EARLIER_STATE_GLOBALS)
+    other_loop = api.MSG_OTHER_LOOP.format(
+        made=api.MSG_OTHER_LOOP_FIXTURES, subject=api.MSG_IN_TEST
+    )
+    assert f"E           {other_loop}" in output
+    globals_left = api.MSG_EARLIER_STATE.format(
+        where=api.MSG_EARLIER_STATE_GLOBALS, subject=api.MSG_IN_TEST
+    )
     assert f"E       {globals_left}" in output
     assert _reports(output).count("interlace: this is the stock-order schedule") == 2  # no lock
     # The two that take fixtures have no API or CLI line; the third has both.
@@ -1734,11 +1739,12 @@ def test_a_failure_left_by_earlier_schedules_in_fixtures_says_so(
     args = replay_line(output, "test_fixtures.py::test_fixture_state")
     replayed = run(pytester, *args)
     replayed.assert_outcomes(passed=1)
-    fixtures = plugin.MSG_REPLAY_PASSED_FIXTURES.format(names="registry")
+    # The token is stock order: the line names what earlier schedules left in the fixtures.
+    cause = " " + api.MSG_REPLAY_STOCK.format(where=in_fixtures)
     replayed.stdout.fnmatch_lines(
         [
             plugin.MSG_REPLAY_PASSED.format(
-                nodeid="test_fixtures.py::test_fixture_state", fixtures=fixtures
+                nodeid="test_fixtures.py::test_fixture_state", cause=cause
             )
         ]
     )
@@ -1766,6 +1772,85 @@ def test_a_failure_under_stock_order_on_the_first_schedule_gets_no_such_note(
     found = run(pytester)
     found.assert_outcomes(failed=1)
     assert "interlace: this is the stock-order schedule" not in found.stdout.str()
+
+
+MODULE_LOCK = """
+import asyncio
+
+import pytest
+
+lock = asyncio.Lock()
+
+
+@pytest.mark.interlace(max_schedules=20, seed=1)
+async def test_module_lock():
+    async def critical():
+        async with lock:
+            await asyncio.sleep(0)
+
+    await asyncio.gather(critical(), critical())
+"""
+
+
+def test_a_module_level_asyncio_object_is_explained_once_and_its_passing_replay_says_why(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini(INI)
+    pytester.makepyfile(test_module_lock=MODULE_LOCK)
+    found = run(pytester)
+    found.assert_outcomes(failed=1)
+    output = found.stdout.str()
+    other_loop = api.MSG_OTHER_LOOP.format(
+        made=api.MSG_OTHER_LOOP_FIXTURES, subject=api.MSG_IN_TEST
+    )
+    assert f"E           {other_loop}" in output
+    assert _reports(output).count("belongs to another event loop") == 1
+
+    replayed = run(pytester, *replay_line(output, "test_module_lock.py::test_module_lock"))
+    replayed.assert_outcomes(passed=1)
+    cause = " " + api.MSG_REPLAY_STOCK.format(where=api.MSG_EARLIER_STATE_GLOBALS)
+    replayed.stdout.fnmatch_lines(
+        [
+            plugin.MSG_REPLAY_PASSED.format(
+                nodeid="test_module_lock.py::test_module_lock", cause=cause
+            )
+        ]
+    )
+
+
+MODULE_POOL = """
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+pool = ThreadPoolExecutor(max_workers=1)
+
+
+def test_starts_the_pools_worker():
+    assert pool.submit(int).result() == 0
+
+
+@pytest.mark.interlace(max_schedules=5, seed=1)
+async def test_uses_the_pool():
+    await asyncio.get_running_loop().run_in_executor(pool, int)
+"""
+
+
+def test_a_pass_with_executor_jobs_outside_interlaces_control_says_so_without_verbose(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini(INI)
+    pytester.makepyfile(test_pool=MODULE_POOL)
+    result = run(pytester)
+    result.assert_outcomes(passed=2)
+    explored = pattern(
+        plugin.MSG_EXPLORED, nodeid="test_pool.py::test_uses_the_pool", outcome="no failure"
+    )
+    opaque = api.MSG_OPAQUE.format(when="the test", subject="the test")
+    result.stdout.fnmatch_lines(
+        ["*= interlace =*", pattern(plugin.MSG_EXPLORED_OPAQUE, line=explored, opaque=opaque)]
+    )
 
 
 @pytest.mark.skipif(importlib.util.find_spec("trio") is None, reason="needs trio installed")

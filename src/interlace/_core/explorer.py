@@ -645,4 +645,5 @@ def explore_backend(
         strategy=strategy.describe(),
         seed=seed,
         elapsed=time.monotonic() - started,
+        opaque=opaque,
     )

@@ -158,6 +158,10 @@ class Exploration:
         strategy: the strategy's description, e.g. ``"auto(exhaustive(bound=2), ...)"``.
         seed: the seed used (pass it back to get the same exploration).
         elapsed: wall-clock seconds spent.
+        opaque: True when some schedule ran steps outside interlace's control: executor
+            jobs on threads it did not start (an executor whose workers started before the
+            exploration, a process pool) or the tasks of an event loop run in a thread. The
+            interleavings inside those steps were not explored, and ``exhausted`` is False.
     """
 
     failure: Failure | None
@@ -166,3 +170,4 @@ class Exploration:
     strategy: str
     seed: int
     elapsed: float
+    opaque: bool = False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 import math
 import random
@@ -34,6 +35,49 @@ __all__ = ("explore", "replay")
 DEFAULT_MAX_SCHEDULES = 1000
 DEFAULT_STRATEGY = "auto"
 DEFAULT_STALL_TIMEOUT = _STALL_SECONDS
+
+# Notes for a failure whose cause is not the schedule it reports, one text for explore(), the
+# command line and the pytest plugin (``explain``): {where} and {subject} name what
+# explore() and the command line run (a function) or what the plugin runs (a test, with its
+# fixtures). The tests format these same constants and match the output.
+MSG_EARLIER_STATE = (
+    "interlace: this is the stock-order schedule, which passed as the exploration's first "
+    "schedule: the failure depends on state that earlier schedules left behind ({where}), "
+    "not on this schedule, and its replay may pass. Build that state inside {subject}, so "
+    "that every schedule starts fresh."
+)
+MSG_EARLIER_STATE_GLOBALS = "a module global, a class attribute, a cache"
+MSG_EARLIER_STATE_FIXTURES = (
+    "in the test's fixtures ({names}), which every schedule shares, or elsewhere"
+)
+MSG_OTHER_LOOP = (
+    "interlace: an asyncio object (lock, queue, event, future) used here belongs to another "
+    "event loop. Every schedule runs on a fresh event loop, so an object bound to a loop "
+    "outside it cannot be used: {made}one kept in a module global, a class attribute or a "
+    "cache, which an earlier schedule bound to its loop. Create asyncio objects inside "
+    "{subject}; the failure does not depend on the schedule, and its replay may pass."
+)
+MSG_OTHER_LOOP_FIXTURES = (
+    "one made by an async fixture (pytest-asyncio and anyio run those on their own loop, a "
+    "module- or session-scoped one for every test), or "
+)
+MSG_OTHER_LOOP_BEFORE = "one bound to an event loop that ran before the exploration, or "
+MSG_IN_FUNCTION = "the explored function"
+MSG_IN_TEST = "the test (or have a fixture return a factory)"
+MSG_REPLAY_STOCK = (
+    "The token is the stock-order schedule: if its exploration found it failing only after "
+    "its first schedule (stock order too) had passed, the failure needed state that earlier "
+    "schedules left behind ({where}), which a replay, a single schedule, does not recreate."
+)
+MSG_OPAQUE = (
+    "some steps ran outside interlace's control and their interleavings were not explored: "
+    "executor jobs on threads it did not start (the workers of an executor created and used "
+    "before {when}, a process pool) or the tasks of an event loop run in a thread; create "
+    "the executor inside {subject}"
+)
+
+# The strategies whose first schedule is stock order.
+_STOCK_FIRST = ("auto", "exhaustive")
 
 _DIVERGENCE_CAUSES = (
     "Likely causes: the code changed since the token was made; the program reads the wall "
@@ -209,6 +253,73 @@ def _hints(target: Callable[..., Any], instrument: tuple[str, ...]) -> ReplayHin
     return ReplayHints(api=f"{module}.{qualname}", cli=cli, instrument=instrument)
 
 
+def explain(
+    failure: Failure,
+    *,
+    schedules: int,
+    strategy: str,
+    fixtures: Sequence[str] | None = None,
+) -> list[str]:
+    """Notes for a failure whose cause is not the schedule it reports.
+
+    One text for every front end: :func:`explore` (and so the command line) adds them to the
+    failure's report and exception; the pytest plugin adds them to the test's failure.
+
+    Args:
+        failure: the failure found.
+        schedules: how many schedules the exploration ran.
+        strategy: the strategy's name (``"auto"``, ...).
+        fixtures: for a pytest test, the names of the fixtures it takes: the notes then
+            speak of the test and its fixtures; None for a function.
+    """
+    subject = MSG_IN_FUNCTION if fixtures is None else MSG_IN_TEST
+    exception = failure.exception
+    if isinstance(exception, (RuntimeError, ValueError)) and (
+        "different event loop" in str(exception) or "different loop" in str(exception)
+    ):
+        made = MSG_OTHER_LOOP_BEFORE if fixtures is None else MSG_OTHER_LOOP_FIXTURES
+        return [MSG_OTHER_LOOP.format(made=made, subject=subject)]
+    # The strategies that run stock order first: if it failed only later, a run's outcome
+    # depends on the runs before it, which a replay (one run) does not repeat.
+    if strategy in _STOCK_FIRST and failure.deviations == 0 and schedules > 1:
+        return [MSG_EARLIER_STATE.format(where=_left_in(fixtures), subject=subject)]
+    return []
+
+
+def _left_in(fixtures: Sequence[str] | None) -> str:
+    if fixtures:
+        return MSG_EARLIER_STATE_FIXTURES.format(names=", ".join(fixtures))
+    return MSG_EARLIER_STATE_GLOBALS
+
+
+def explain_replay_pass(token: str, *, fixtures: Sequence[str] | None = None) -> str:
+    """For a replay that passed: why a stock-order token can pass without a fix, or ""."""
+    _, decisions = decode_token(token)
+    return "" if decisions else MSG_REPLAY_STOCK.format(where=_left_in(fixtures))
+
+
+def explain_opaque(exploration: Exploration, *, test: bool = False) -> str:
+    """For an exploration that ran steps outside interlace's control: which interleavings it
+    did not explore and what to do, or ""."""
+    if not exploration.opaque:
+        return ""
+    if test:
+        return MSG_OPAQUE.format(when="the test", subject="the test")
+    return MSG_OPAQUE.format(when="the exploration", subject=MSG_IN_FUNCTION)
+
+
+def _with_notes(exploration: Exploration, notes: list[str]) -> Exploration:
+    """``exploration`` with ``notes`` added to its failure's report and exception."""
+    failure = exploration.failure
+    if failure is None or not notes:
+        return exploration
+    if failure.exception is not None:
+        for note in notes:
+            failure.exception.add_note(note)
+    report = failure.report + "\n\n" + "\n".join(notes)
+    return dataclasses.replace(exploration, failure=dataclasses.replace(failure, report=report))
+
+
 def explore(
     target: Callable[[], Any],
     *,
@@ -260,13 +371,19 @@ def explore(
             Not part of the schedule: a token replays the same whatever it is.
         progress: called with (schedules run, max_schedules) after each schedule.
         hints: how the report names the target in its replay lines (the pytest plugin and
-            the command line pass their own).
-        instrument: for plain-function targets, modules (``"httpx"``) or path prefixes
-            whose code also gets schedule points; by default only code outside the
-            standard library and site-packages does.
+            the command line pass their own). With a pytest node id in them the failure
+            gets no notes from :func:`explain`: the plugin adds them, naming the test.
+        instrument: modules (``"httpx"``) or path prefixes whose code also gets schedule
+            points in the threads the target runs under control: a plain function's
+            threads, and an ``async def`` function's executor jobs (``asyncio.to_thread``,
+            ``run_in_executor``); by default only code outside the standard library and
+            site-packages does.
 
     Returns:
         The :class:`~interlace.Exploration`: ``failure`` is None when every schedule passed.
+        A failure whose cause is not its schedule (state an earlier schedule left behind,
+        an asyncio object bound to another event loop) says so in a note at the end of its
+        report and on its exception.
 
     Raises:
         InvalidTargetError: ``target`` is not a zero-argument function; or it is a plain
@@ -305,7 +422,7 @@ def explore(
         max_time_us=round(max_time * 1e6),
     )
     with _session(target, settings, instrumented, stall_timeout=stall_timeout) as backend:
-        return explore_backend(
+        exploration = explore_backend(
             backend,
             _strategy(strategy, settings.backend, seed, bound, depth, max_schedules),
             max_schedules=max_schedules,
@@ -314,6 +431,12 @@ def explore(
             max_seconds=max_seconds,
             progress=progress,
         )
+    if exploration.failure is None or (hints is not None and hints.pytest):
+        # The pytest plugin adds the notes itself, naming the test's fixtures, where its
+        # output shows them once.
+        return exploration
+    notes = explain(exploration.failure, schedules=exploration.schedules, strategy=strategy)
+    return _with_notes(exploration, notes)
 
 
 def replay(

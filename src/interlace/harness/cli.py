@@ -57,6 +57,7 @@ MSG_NONE_AVAILABLE = "it defines no functions"
 MSG_EXPLORE_FAILED = "found {article} {kind} after {schedules} ({seed_part}, {elapsed:.2f} s)"
 MSG_EXPLORE_PASSED = "no failure in {schedules} ({seed_part}{exhausted}, {elapsed:.2f} s)"
 MSG_EXHAUSTED = "; the bounded space was explored completely"
+MSG_EXPLORE_OPAQUE = "{summary}; {opaque}"
 MSG_REPLAY_FAILED = "the schedule still fails: {kind} ({steps})"
 MSG_REPLAY_PASSED = "the schedule no longer fails: {spec} ran to completion under it"
 MSG_PROGRESS = "\r{prefix}: {done}/{total} schedules"
@@ -94,7 +95,8 @@ _STALL_TIMEOUT_HELP = (
 )
 _FORMAT_HELP = (
     "text (default): the report on stdout; json: one JSON object on stdout with the keys "
-    "target, failure, schedules, exhausted, strategy, seed, elapsed"
+    "target, error, failure, schedules, exhausted, opaque, strategy, seed, elapsed (only "
+    "target and error, with exit status 2, when the function cannot be imported or run)"
 )
 
 
@@ -311,7 +313,7 @@ def add_replay_parser(subparsers: Any) -> argparse.ArgumentParser:
         choices=("text", "json"),
         default="text",
         help="text (default): the report on stdout; json: one JSON object on stdout with "
-        "the keys target, token, failure",
+        "the keys target, token, error, failure (error is null unless the exit status is 2)",
     )
     parser.set_defaults(run=run_replay)
     return parser
@@ -520,6 +522,10 @@ def _failure_json(failure: Failure | None) -> dict[str, Any] | None:
     }
 
 
+def _write_json(payload: dict[str, Any], out: TextIO) -> None:
+    out.write(json.dumps(payload, indent=2) + "\n")
+
+
 def _write_report(failure: Failure, out: TextIO) -> None:
     out.write(failure.report.rstrip("\n") + "\n")
     if failure.exception is not None:
@@ -548,7 +554,7 @@ def run_explore(
     err = err if err is not None else sys.stderr
     prefix = "interlace explore"
     from interlace.errors import InterlaceError
-    from interlace.harness.api import explore
+    from interlace.harness.api import explain_opaque, explore
 
     options: dict[str, Any] = {}
     if args.max_steps is not None:
@@ -572,6 +578,9 @@ def run_explore(
         )
     except (UsageError, InterlaceError) as exc:
         progress.finish()
+        if args.format == "json":
+            # A CI step parsing stdout gets an object whatever happened.
+            _write_json({"target": args.target, "error": str(exc)}, out)
         print(f"{prefix}: error: {exc}", file=err)
         return EXIT_ERROR
     progress.finish()
@@ -579,14 +588,16 @@ def run_explore(
     if args.format == "json":
         payload = {
             "target": target.spec,
+            "error": None,
             "failure": _failure_json(failure),
             "schedules": exploration.schedules,
             "exhausted": exploration.exhausted,
+            "opaque": exploration.opaque,
             "strategy": exploration.strategy,
             "seed": exploration.seed,
             "elapsed": exploration.elapsed,
         }
-        out.write(json.dumps(payload, indent=2) + "\n")
+        _write_json(payload, out)
     elif failure is not None:
         _write_report(failure, out)
     schedules = _plural(exploration.schedules, "schedule")
@@ -606,6 +617,9 @@ def run_explore(
             exhausted=MSG_EXHAUSTED if exploration.exhausted else "",
             elapsed=exploration.elapsed,
         )
+        opaque = explain_opaque(exploration)
+        if opaque:
+            summary = MSG_EXPLORE_OPAQUE.format(summary=summary, opaque=opaque)
     print(f"{prefix}: {summary}", file=err)
     return EXIT_FINDINGS if failure is not None else EXIT_CLEAN
 
@@ -618,7 +632,7 @@ def run_replay(
     err = err if err is not None else sys.stderr
     prefix = "interlace replay"
     from interlace.errors import InterlaceError
-    from interlace.harness.api import replay
+    from interlace.harness.api import explain_replay_pass, replay
 
     instrument = _instrument(args.instrument)
     options: dict[str, Any] = {}
@@ -634,11 +648,18 @@ def run_replay(
             **options,
         )
     except (UsageError, InterlaceError) as exc:
+        if args.format == "json":
+            _write_json({"target": args.target, "token": args.token, "error": str(exc)}, out)
         print(f"{prefix}: error: {exc}", file=err)
         return EXIT_ERROR
     if args.format == "json":
-        payload = {"target": target.spec, "token": args.token, "failure": _failure_json(failure)}
-        out.write(json.dumps(payload, indent=2) + "\n")
+        payload = {
+            "target": target.spec,
+            "token": args.token,
+            "error": None,
+            "failure": _failure_json(failure),
+        }
+        _write_json(payload, out)
     elif failure is not None:
         _write_report(failure, out)
     if failure is not None:
@@ -651,7 +672,9 @@ def run_replay(
             file=err,
         )
         return EXIT_FINDINGS
-    print(f"{prefix}: " + MSG_REPLAY_PASSED.format(spec=target.spec), file=err)
+    passed = MSG_REPLAY_PASSED.format(spec=target.spec)
+    cause = explain_replay_pass(args.token)
+    print(f"{prefix}: {passed}" + (f". {cause}" if cause else ""), file=err)
     return EXIT_CLEAN
 
 

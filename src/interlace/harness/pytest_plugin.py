@@ -106,10 +106,11 @@ MSG_EXPLORED = (
     "{elapsed:.2f} s)"
 )
 MSG_EXHAUSTED = ", bounded space exhausted"
+MSG_EXPLORED_OPAQUE = "{line}; {opaque}"
 MSG_REPLAY_PASSED = (
     "{nodeid}: the schedule in --interlace-replay no longer fails (the test ran to completion "
-    "under it). That means a fix only for a token from this test's own report on this code: "
-    "a token from a different test or an older version of the code can pass too.{fixtures}"
+    "under it). If the token is from this test's own report on this code, the failure is "
+    "fixed; a token from a different test or from older code can pass too.{cause}"
 )
 MSG_REPLAY_PASSED_FIXTURES = (
     " So can a failure that needed what earlier schedules left in the test's fixtures "
@@ -123,24 +124,6 @@ MSG_TIMEOUT = (
 MSG_TIMEOUT_IN_ENGINE = (
     " The alarm came while interlace's engine ran, not the test's code: no line of the test "
     "is shown."
-)
-MSG_EARLIER_STATE = (
-    "interlace: this is the stock-order schedule, which passed as the exploration's first "
-    "schedule: the failure depends on state that earlier schedules left behind ({where}), "
-    "not on this schedule, and its replay may pass. Build that state inside the test (or "
-    "have a fixture return a factory), so that every schedule starts fresh."
-)
-MSG_EARLIER_STATE_FIXTURES = (
-    "in the test's fixtures ({names}), which every schedule shares, or elsewhere"
-)
-MSG_EARLIER_STATE_GLOBALS = "a module global, a class attribute, a cache"
-MSG_OTHER_LOOP = (
-    "interlace: an asyncio object (lock, queue, event, future) used here belongs to another "
-    "event loop. Every schedule runs on a fresh event loop, so an object bound to a loop "
-    "outside it cannot be used: one made by an async fixture (pytest-asyncio and anyio run "
-    "those on their own loop, a module- or session-scoped one for every test), or bound by "
-    "an earlier schedule to its loop. Create asyncio objects inside the test, or have the "
-    "fixture return a factory; the failure does not depend on the schedule."
 )
 MSG_REPLAY_FAILED = "{nodeid}: the schedule in --interlace-replay still fails ({kind})"
 MSG_REPLAY_UNUSED = (
@@ -777,7 +760,14 @@ class _Runner:
         scenario.__module__ = function.__module__
 
         from interlace.errors import InterlaceError, ReplayDivergedError
-        from interlace.harness.api import DEFAULT_STALL_TIMEOUT, explore, replay
+        from interlace.harness.api import (
+            DEFAULT_STALL_TIMEOUT,
+            explain,
+            explain_opaque,
+            explain_replay_pass,
+            explore,
+            replay,
+        )
 
         settings = item.stash.get(_settings_key, self.settings)
         instrument: tuple[str, ...] = settings.get("instrument", ())  # type: ignore[assignment]
@@ -806,10 +796,12 @@ class _Runner:
                 pytest.fail(problem, pytrace=False)
             guard.reraise()
             if failure is None:
-                fixtures = ""
-                if arguments:
-                    fixtures = MSG_REPLAY_PASSED_FIXTURES.format(names=", ".join(arguments))
-                self._record(item, True, MSG_REPLAY_PASSED.format(nodeid=nodeid, fixtures=fixtures))
+                cause = explain_replay_pass(self.token, fixtures=tuple(arguments))
+                if cause:
+                    cause = " " + cause
+                elif arguments:
+                    cause = MSG_REPLAY_PASSED_FIXTURES.format(names=", ".join(arguments))
+                self._record(item, True, MSG_REPLAY_PASSED.format(nodeid=nodeid, cause=cause))
                 return
             header = MSG_REPLAY_STILL_FAILS.format(
                 article=_article(failure.kind), kind=failure.kind
@@ -826,7 +818,12 @@ class _Runner:
         guard.reraise()
         failure = exploration.failure
         line = _explored_line(nodeid, exploration)
-        self._record(item, False, line, failure)
+        opaque = explain_opaque(exploration, test=True)
+        if opaque and failure is None:
+            # Shown without -v: the pass covers less than it says.
+            self._record(item, True, MSG_EXPLORED_OPAQUE.format(line=line, opaque=opaque))
+        else:
+            self._record(item, False, line, failure)
         if failure is not None:
             header = MSG_FOUND.format(
                 article=_article(failure.kind),
@@ -835,8 +832,13 @@ class _Runner:
                 schedules=_plural(exploration.schedules, "schedule"),
                 seed=exploration.seed,
             )
-            stock_first = settings.get("strategy", "auto") in ("auto", "exhaustive")
-            self._fail(failure, header, _explanations(failure, exploration, arguments, stock_first))
+            notes = explain(
+                failure,
+                schedules=exploration.schedules,
+                strategy=str(settings.get("strategy", "auto")),
+                fixtures=tuple(arguments),
+            )
+            self._fail(failure, header, notes)
 
     def _record(
         self, item: pytest.Item, always: bool, line: str, failure: Failure | None = None
@@ -880,28 +882,6 @@ def _invoked_nodeid(item: pytest.Item) -> str:
     except ValueError:  # another drive, on Windows
         return item.nodeid
     return Path(relative).as_posix() + separator + rest
-
-
-def _explanations(
-    failure: Failure,
-    exploration: Exploration,
-    arguments: Mapping[str, object],
-    stock_first: bool,
-) -> list[str]:
-    """Notes for a failure whose cause is not the schedule it reports."""
-    exception = failure.exception
-    if isinstance(exception, (RuntimeError, ValueError)) and (
-        "different event loop" in str(exception) or "different loop" in str(exception)
-    ):
-        return [MSG_OTHER_LOOP]
-    # The strategies that run stock order first: if it failed only later, a run's outcome
-    # depends on the runs before it, which a replay (one run) does not repeat.
-    if stock_first and failure.deviations == 0 and exploration.schedules > 1:
-        where = MSG_EARLIER_STATE_GLOBALS
-        if arguments:
-            where = MSG_EARLIER_STATE_FIXTURES.format(names=", ".join(arguments))
-        return [MSG_EARLIER_STATE.format(where=where)]
-    return []
 
 
 def _explored_line(nodeid: str, exploration: Exploration) -> str:
