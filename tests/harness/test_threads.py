@@ -188,6 +188,27 @@ def lost_increment() -> None:
     assert counter.value == 2, counter.value
 
 
+def test_threads_that_share_a_name_are_told_apart_in_the_report() -> None:
+    # anyio names every worker thread 'AnyIO worker thread'.
+    def scenario() -> None:
+        counter = Counter()
+        workers = [threading.Thread(target=counter.bump, name="worker") for _ in range(2)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        assert counter.value == 2, counter.value
+
+    failure = interlace.explore(scenario, seed=SEED).failure
+    assert failure is not None
+    preempting = next(step for step in failure.schedule if "preempts" in step.deviation)
+    preempted = preempting.deviation.split("preempts ")[1].split(" (")[0]
+    assert {preempting.actor, preempted} == {
+        "worker",
+        "worker #2",
+    }
+
+
 def test_a_read_modify_write_inside_one_line_is_split() -> None:
     failure = interlace.explore(lost_increment, seed=SEED, max_schedules=300).failure
     assert failure is not None

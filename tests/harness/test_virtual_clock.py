@@ -7,9 +7,14 @@ so the expectation is stock asyncio's own behaviour, not interlace's.
 from __future__ import annotations
 
 import asyncio
+import datetime
+import pickle
 import queue
+import threading
 import time
 from collections.abc import Awaitable, Callable
+from datetime import date as Date
+from datetime import datetime as DateTime
 from typing import Any
 
 import pytest
@@ -18,6 +23,8 @@ import interlace
 from interlace._core.schedule import Settings
 from interlace._core.strategy import Chooser
 from interlace.harness._loop import EPOCH, ControlledEventLoop
+
+REAL_DATETIME, REAL_DATE = datetime.datetime, datetime.date
 
 SEED = 11
 Observed = Callable[[], Awaitable[list[str]]]
@@ -448,6 +455,78 @@ def test_the_time_module_reads_the_loops_clock_during_a_run() -> None:
     assert exploration.failure is None, exploration.failure.report
     assert seen == [2.5, 2.5, 2_500_000_000]
     assert time.monotonic() == pytest.approx(time.clock_gettime(time.CLOCK_MONOTONIC), abs=1)
+
+
+class _StampedCache:
+    """Entries stamped with ``datetime.now()``, as agent code stamps its messages."""
+
+    def __init__(self, ttl: float) -> None:
+        self.ttl = datetime.timedelta(seconds=ttl)
+        self.entries: dict[str, datetime.datetime] = {}
+
+    def put(self, key: str) -> None:
+        self.entries[key] = datetime.datetime.now(datetime.UTC)
+
+    def fresh(self, key: str) -> bool:
+        now = datetime.datetime.now(datetime.UTC)
+        return now - self.entries[key] <= self.ttl
+
+
+async def _calendar_cache() -> None:
+    cache = _StampedCache(ttl=0.5)
+    cache.put("a")
+    assert cache.fresh("a")
+    await asyncio.sleep(1.0)
+    assert not cache.fresh("a"), "the entry outlived its time to live"
+    # A deadline from time.time() checked against the calendar: the same clock.
+    expires = DateTime.fromtimestamp(time.time() + 3600, datetime.UTC)
+    assert DateTime.now(datetime.UTC) < expires, f"expired at birth: {expires}"
+
+
+def test_the_calendar_reads_the_virtual_clock_in_the_code_under_test() -> None:
+    # datetime.now() reads the real clock from C: before, the entry never expired under
+    # interlace (the sleep takes no real time) and the deadline lay years in the past.
+    asyncio.run(_calendar_cache())
+    exploration = interlace.explore(_calendar_cache, max_schedules=3, seed=SEED)
+    assert exploration.failure is None, exploration.failure.report
+
+
+def test_the_calendar_follows_a_controlled_threads_sleep() -> None:
+    seen: list[float] = []
+
+    def scenario() -> None:
+        start = DateTime.now()
+        worker = threading.Thread(target=time.sleep, args=(3.0,))
+        worker.start()
+        worker.join()
+        seen.append((DateTime.now() - start).total_seconds())
+        seen.append(time.mktime(time.localtime()) - time.mktime(time.localtime(time.time())))
+        seen.append(float(Date.today() == DateTime.fromtimestamp(time.time()).date()))
+
+    exploration = interlace.explore(scenario, max_schedules=1, seed=SEED)
+    assert exploration.failure is None, exploration.failure.report
+    assert seen == [3.0, 0.0, 1.0]
+
+
+def test_the_calendars_stand_ins_make_and_accept_the_real_types() -> None:
+    found: list[object] = []
+
+    async def scenario() -> None:
+        now = DateTime.now()
+        made = DateTime(2024, 5, 1, 12)
+        found.extend([type(now), type(made), type(Date.today()), type(datetime.date(2024, 5, 1))])
+        assert isinstance(now, DateTime)
+        assert isinstance(made, datetime.datetime)
+        assert issubclass(type(now), datetime.date)
+        assert pickle.loads(pickle.dumps(made)) == made
+        assert DateTime.fromisoformat("2024-05-01T12:00:00") == made
+        assert str(made) == "2024-05-01 12:00:00"
+
+    exploration = interlace.explore(scenario, max_schedules=1, seed=SEED)
+    assert exploration.failure is None, exploration.failure.report
+    assert found == [REAL_DATETIME, REAL_DATETIME, REAL_DATE, REAL_DATE]
+    assert DateTime is REAL_DATETIME  # put back after the exploration
+    assert datetime.datetime is REAL_DATETIME
 
 
 def _blocking_sleep(seconds: float) -> Callable[[], Awaitable[list[str]]]:

@@ -138,7 +138,7 @@ _PARKABLE = (IO,)
 A yield or a timer wakeup may lag past a later timer only by the jitter window (loop lag)."""
 
 
-EPOCH = _threads._EPOCH_MONOTONIC
+EPOCH = _threads._EPOCH_MONOTONIC[0]
 """Where the virtual clock starts, in every run: the stock loop's clock is
 ``time.monotonic()``, seconds since the machine booted, never 0.0 (code that takes 0.0 for
 "never" relies on that). It is also where ``time.monotonic()`` starts in controlled threads,

@@ -46,7 +46,7 @@ from interlace._core.result import RunResult, StepRecord
 from interlace._core.schedule import READY, Decision, Settings
 from interlace._core.strategy import Chooser
 from interlace.errors import UnsupportedOperationError
-from interlace.harness import _affinity, _instrument, _interrupt, _kernel
+from interlace.harness import _affinity, _clock, _instrument, _interrupt, _kernel
 
 # One module object for everything from _instrument (a second import style could bind a
 # second copy when the harness modules are imported again, as pytester makes happen).
@@ -102,9 +102,15 @@ _TRACE_LIMIT = 400
 _UNWIND_SECONDS = 5.0
 _REAL_TIMEOUT_SECONDS = 1.0
 """The longest timeout a C lock's acquire that timed out in virtual time waits for real."""
-_EPOCH_MONOTONIC = 1_000.0
-_EPOCH_WALL = 1_700_000_000.0
-"""Virtual clocks start here in every run, so a schedule reads the same times every run."""
+_EPOCH_MONOTONIC = [1_000.0]
+"""Where the virtual monotonic clocks start in every run, so a schedule reads the same times
+every run (one cell, read at each clock read)."""
+_EPOCH_WALL = [1_700_000_000.0]
+"""Where the virtual wall clock (``time.time()``, the calendar) starts in every run of an
+exploration: the real time, in whole seconds, at which the exploration began
+(``controlled_exploration``), so that a time the program took before it (a timestamp made
+at import, a fixture's) lies before every time a run reads, as it would on a stock
+interpreter, and every run of the exploration reads the same times."""
 
 
 class _Abort(BaseException):
@@ -334,6 +340,11 @@ class Controller:
             self._refresh()
 
     def add(self, name: str, thread: threading.Thread | None, daemon: bool) -> _Thread:
+        # Threads that share a name (anyio names every worker 'AnyIO worker thread') are
+        # told apart in reports by their order: 'worker', 'worker #2', ...
+        same = sum(1 for u in self.threads if u.name == name or u.name.startswith(name + " #"))
+        if same:
+            name = f"{name} #{same + 1}"
         t = _Thread(self, len(self.threads), name, thread, daemon)
         t.since = self.step
         self.threads.append(t)
@@ -1919,7 +1930,7 @@ own, run in a controlled thread or a controlled loop's thread, measures real tim
 
 
 def _virtual(
-    real: Callable[[], float], offset: float, *, loops: bool = True
+    real: Callable[[], float], epoch: list[float], *, loops: bool = True
 ) -> Callable[[], float]:
     """A clock that reads virtual time in controlled threads and ``real`` elsewhere.
 
@@ -1930,7 +1941,7 @@ def _virtual(
         t = _local.thread
         if t is not None:
             if not _getframe(1).f_code.co_filename.startswith(_ENGINE):
-                return offset + t.ctl.now / 1e6
+                return epoch[0] + t.ctl.now / 1e6
         elif loops:
             loop = _local.loop
             if (
@@ -1939,24 +1950,24 @@ def _virtual(
                 and not _getframe(1).f_code.co_filename.startswith(_ENGINE)
             ):
                 elapsed: float = loop.elapsed()
-                return offset + elapsed
+                return epoch[0] + elapsed
         return real()
 
     now.__name__ = now.__qualname__ = real.__name__
     return now
 
 
-def _virtual_ns(real: Callable[[], int], offset: float) -> Callable[[], int]:
+def _virtual_ns(real: Callable[[], int], epoch: list[float]) -> Callable[[], int]:
     def now_ns() -> int:
         if _getframe(1).f_code.co_filename.startswith(_ENGINE):
             return real()
         t = _local.thread
         if t is not None:
-            return int(offset * 1e9) + t.ctl.now * 1000
+            return int(epoch[0] * 1e9) + t.ctl.now * 1000
         loop = _local.loop
         if loop is not None and loop._thread_id is not None:
             elapsed: float = loop.elapsed()
-            return int(offset * 1e9) + round(elapsed * 1e9)
+            return int(epoch[0] * 1e9) + round(elapsed * 1e9)
         return real()
 
     now_ns.__name__ = now_ns.__qualname__ = real.__name__
@@ -1969,6 +1980,42 @@ _timeouts_monotonic = _virtual(_real_monotonic, _EPOCH_MONOTONIC, loops=False)
 is not under control their waits are real, so their deadlines must be too (a deadline on the
 virtual clock, which stands still while the loop's thread waits, would never pass)."""
 _wall = _virtual(_real_time, _EPOCH_WALL)
+
+
+_calendar_read: list[Any] = [None, 0.0]
+"""The run (its controller or loop) that last read the calendar, and the time it read."""
+_CALENDAR_TICK = 1e-6
+"""How far the calendar moves between two reads at one virtual instant (its resolution)."""
+
+
+def _wall_at(frame: types.FrameType) -> float:
+    """``_wall`` as code in ``frame`` reads it: the calendar's clock (``_clock``).
+
+    Within a run, each read is at least a microsecond after the one before (``datetime``'s
+    resolution): the virtual clock stands still within a step, so code that spins until
+    ``datetime.now()`` passes a timestamp would spin forever, where on a stock interpreter
+    the computing between two reads takes that long at least. Per run, so every run reads
+    the same times."""
+    if not frame.f_code.co_filename.startswith(_ENGINE):
+        owner: Any = None
+        t = _local.thread
+        if t is not None:
+            owner, now = t.ctl, _EPOCH_WALL[0] + t.ctl.now / 1e6
+        else:
+            loop = _local.loop
+            if loop is not None and loop._thread_id is not None:
+                elapsed: float = loop.elapsed()
+                owner, now = loop, _EPOCH_WALL[0] + elapsed
+        if owner is not None:
+            last_owner, last = _calendar_read
+            if last_owner is owner and now < last + _CALENDAR_TICK:
+                now = last + _CALENDAR_TICK
+            _calendar_read[:] = [owner, now]
+            return now
+    return _real_time()
+
+
+_CALENDAR = _clock.calendar(_wall_at)
 
 # -- hashes in creation order ------------------------------------------------------------------
 
@@ -2064,6 +2111,10 @@ _PATCHES: list[tuple[Any, str, Any]] = [
     (time, "perf_counter", _virtual(time.perf_counter, _EPOCH_MONOTONIC)),
     (time, "perf_counter_ns", _virtual_ns(time.perf_counter_ns, _EPOCH_MONOTONIC)),
     (time, "time", _wall),
+    (time, "localtime", _CALENDAR.localtime),
+    (time, "gmtime", _CALENDAR.gmtime),
+    (time, "ctime", _CALENDAR.ctime),
+    (time, "strftime", _CALENDAR.strftime),
     (time, "time_ns", _virtual_ns(time.time_ns, _EPOCH_WALL)),
     (threading, "_time", _timeouts_monotonic),
     (queue, "time", _timeouts_monotonic),
@@ -2753,6 +2804,7 @@ def controlled_exploration(
             "explore() called from inside an explored target); run one at a time"
         )
     saved: list[tuple[Any, str, Any]] = []
+    _EPOCH_WALL[0] = float(math.ceil(_real_time()))
     try:
         _instrument.set_instrumented(instrument)
         _tracer_of.clear()
@@ -2804,6 +2856,8 @@ _GLOBAL_ORIGINALS = {
     id(_real_sleep): (_real_sleep, _sleep),
     id(_real_monotonic): (_real_monotonic, _monotonic),
     id(_real_time): (_real_time, _wall),
+    # ``from datetime import datetime``, ``import datetime``: C types, so stand-ins.
+    **{id(real): (real, virtual) for real, virtual in zip(_clock.REAL, _CALENDAR, strict=True)},
 }
 if _affinity._real_getaffinity is not None:  # ``from os import sched_getaffinity``
     _GLOBAL_ORIGINALS[id(_affinity._real_getaffinity)] = (
