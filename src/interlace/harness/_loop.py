@@ -541,8 +541,8 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         # of decisions add no objects for the garbage collector to visit while it runs.
         self._decisions: list[int] = []
         self._anchors: list[int] = []
-        """In a run that may start threads (``mixed_capable``): each decision's anchor, as
-        ``where`` tells it, two ints a decision (``RunResult.anchors``)."""
+        """Once the run has started a thread: each decision's index and anchor, as ``where``
+        tells it, three ints a decision (``anchors``)."""
         self._actors = _Actors((), 0)
         self._cause = EVENT
         self._creating = False
@@ -582,9 +582,14 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
 
     @property
     def anchors(self) -> list[tuple[int, int]]:
-        """Each decision's anchor, in step order (only in a ``mixed_capable`` run)."""
+        """Each decision's anchor, in step order (``RunResult.anchors``): where the thread
+        that held the baton was. Until the run starts a thread that is the loop's thread at
+        the step before the decision's, which needs no recording on the hot path."""
+        anchors = [(0, 2 * (step - 1)) for step in self._decisions[::4]]
         flat = self._anchors
-        return list(zip(flat[::2], flat[1::2], strict=True))
+        for index, actor, position in zip(flat[::3], flat[1::3], flat[2::3], strict=True):
+            anchors[index] = (actor, position)
+        return anchors
 
     def where(self) -> tuple[int, int]:
         """The thread that holds the baton and its position in its own run
@@ -1091,8 +1096,8 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
                 if actor < 0:
                     actor = _actor_of(taken)
                 self._decisions += (step + 1, READY, choice, actor)
-                if self.mixed_capable:
-                    self._anchors += self.where()
+                if self._mixed is not None:
+                    self._anchors += (len(self._decisions) // 4 - 1, *self._mixed.where())
                 handle = taken
             else:
                 # Postpone everything that is ready until the next timer has fired and the
@@ -1104,8 +1109,8 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
                 self._advance_requested = True
                 self._ntodo = 0
                 self._decisions.extend((step + 1, READY, choice, 0))
-                if self.mixed_capable:
-                    self._anchors += self.where()
+                if self._mixed is not None:
+                    self._anchors += (len(self._decisions) // 4 - 1, *self._mixed.where())
                 handle = None
         # _refresh_consult, inlined: this runs at every schedule point.
         consult_at = chooser.consult_at - 1
@@ -1379,8 +1384,8 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
             if choice:
                 pick = options[choice]
                 self._decisions.extend((step, TIMER, choice, 0))
-                if self.mixed_capable:
-                    self._anchors += self.where()
+                if self._mixed is not None:
+                    self._anchors += (len(self._decisions) // 4 - 1, *self._mixed.where())
         chosen = window[pick] if window else None
         for index, timer in enumerate(window):
             if index != pick:
