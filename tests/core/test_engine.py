@@ -169,6 +169,27 @@ def test_shrinking_spends_at_most_what_is_left_of_the_budget(
     assert most - exploration.elapsed <= given[0] <= most
 
 
+def test_the_default_stops_once_its_exhaustive_part_has_run_every_schedule() -> None:
+    # Two actors of two steps: every schedule has at most two deviations, so the bound of 2
+    # leaves none out, and the random walks could only repeat them.
+    exploration = explore_backend(
+        correct_program(), make_strategy("auto", 0), max_schedules=150, seed=0, hints=HINTS
+    )
+    assert exploration.failure is None
+    assert exploration.exhausted
+    assert exploration.schedules < 150
+    # With a bound of 1 some schedules are left out: the random walks go on to the budget.
+    bounded = explore_backend(
+        correct_program(),
+        make_strategy("auto", 0, bound=1),
+        max_schedules=150,
+        seed=0,
+        hints=HINTS,
+    )
+    assert bounded.exhausted
+    assert bounded.schedules == 150
+
+
 def test_exhaustive_search_reports_exhaustion_on_a_correct_program() -> None:
     exploration = explore_backend(
         correct_program(), ExhaustiveStrategy(bound=3), max_schedules=10_000, seed=0, hints=HINTS

@@ -92,7 +92,8 @@ def test_stock_order_shows_the_bug_exactly_when_it_is_not_hidden(name: str) -> N
 def test_fixed_program_passes_a_thousand_schedules(name: str) -> None:
     exploration = interlace.explore(_module(name).fixed, max_schedules=FIXED_BUDGET, seed=SEED)
     assert exploration.failure is None, exploration.failure and exploration.failure.report
-    assert exploration.schedules == FIXED_BUDGET
+    # Fewer only when the default's exhaustive part ran every schedule there is.
+    assert exploration.schedules == FIXED_BUDGET or exploration.exhausted, exploration
 
 
 @pytest.mark.parametrize("strategy", ["auto", "random", "pct", "delay", "exhaustive"])

@@ -189,7 +189,7 @@ def test_a_deadlock_fails_with_the_report_and_passing_tests_show_schedules_and_s
             await asyncio.gather(one(), two())
 
 
-        @pytest.mark.interlace(seed=4, max_schedules=40)
+        @pytest.mark.interlace(seed=4, max_schedules=40, strategy="random")
         async def test_with_a_lock(names):
             lock = asyncio.Lock()
             seen = []

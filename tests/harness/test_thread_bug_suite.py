@@ -120,7 +120,8 @@ def test_deadlock_and_hang_reports_say_what_each_thread_waits_for(name: str, exp
 def test_fixed_program_passes_a_thousand_schedules(name: str) -> None:
     exploration = interlace.explore(_module(name).fixed, max_schedules=FIXED_BUDGET, seed=SEED)
     assert exploration.failure is None, exploration.failure and exploration.failure.report
-    assert exploration.schedules == FIXED_BUDGET
+    # Fewer only when the default's exhaustive part ran every schedule there is.
+    assert exploration.schedules == FIXED_BUDGET or exploration.exhausted, exploration
 
 
 @pytest.mark.parametrize("strategy", ["auto", "random", "pct", "delay", "exhaustive"])

@@ -730,7 +730,8 @@ async def job_waits_for_the_loop() -> None:
 def test_a_job_that_waits_for_the_loop_runs_under_control_in_every_schedule() -> None:
     exploration = interlace.explore(job_waits_for_the_loop, seed=SEED, max_schedules=200)
     assert exploration.failure is None, exploration.failure and exploration.failure.report
-    assert exploration.schedules == 200
+    # Fewer only when the default's exhaustive part ran every schedule there is.
+    assert exploration.schedules == 200 or exploration.exhausted, exploration
 
 
 def _loop_in_a_thread_from_a_task(*, locked: bool) -> Callable[[], object]:

@@ -551,6 +551,8 @@ class ExhaustiveStrategy(Strategy):
         self._budget = budget
         self._max_predictions = NEVER if budget == NEVER else budget * _PREDICTIONS_PER_RUN
         self._truncated = False
+        self._bounded = False
+        """Some schedule had more points past the bound: the bound left schedules out."""
         # A pending schedule is (parent prefix, point index, option, model): its prefix is
         # the parent's, stock choices up to the point, then the option. Sharing the parent
         # tuple keeps a level of the search small in memory.
@@ -618,6 +620,13 @@ class ExhaustiveStrategy(Strategy):
         """True once every schedule within the bound was visited (none cut by the budget)."""
         return self._exhausted and not self._truncated
 
+    @property
+    def complete(self) -> bool:
+        """True once every schedule was visited: exhausted, and no schedule at the bound had
+        a point left to deviate at, so the bound left none out. No other strategy can find
+        a schedule this one did not run or predict."""
+        return self.exhausted and not self._bounded
+
     def finished(self, chooser: Chooser, steps: int, result: RunResult | None = None) -> None:
         model = result.model if self.reduce and result is not None else None
         if chooser.wants_model:
@@ -634,9 +643,10 @@ class ExhaustiveStrategy(Strategy):
         assert isinstance(chooser, _DFSChooser)
         self._truncated = self._truncated or chooser.truncated
         prefix = tuple(chooser.prefix_taken)
-        if sum(1 for choice in prefix if choice) >= self.bound:
-            return
         points = chooser.points
+        if sum(1 for choice in prefix if choice) >= self.bound:
+            self._bounded = self._bounded or len(points) > len(prefix)
+            return
         children = self._next_level
         for index in range(len(prefix), len(points)):
             for option in range(1, points[index]):
@@ -658,7 +668,11 @@ class PortfolioStrategy(Strategy):
         self._owner: dict[int, Strategy] = {}
 
     def next_chooser(self) -> Chooser | None:
-        # An exhausted member drops out; the others go on until the schedule budget.
+        # Once an exhaustive member has run every schedule there is, the others can find
+        # nothing new. Else an exhausted member drops out; the others go on until the
+        # schedule budget.
+        if any(isinstance(m, ExhaustiveStrategy) and m.complete for m in self.members):
+            return None
         for _ in range(len(self.members)):
             member = self.members[self._turn % len(self.members)]
             self._turn += 1
