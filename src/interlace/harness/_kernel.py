@@ -119,9 +119,7 @@ def _wait_ends(native_id: int, *, timed: bool) -> float | None:
         clock = _CLOCKS[clock_id]
     else:
         return None
-    if not timed or not reads_deadlines():
-        return None
-    return _deadline(address, clock)
+    return _deadline(address, clock) if timed else None
 
 
 def _deadline(address: int, clock: int) -> float | None:
@@ -167,7 +165,7 @@ def quiet(native_id: int, *, timed: bool = True) -> tuple[int, float] | None:
     as long as it does not run, and when its wait ends by itself (infinity: never). None for
     any other thread, or if the kernel does not say."""
     try:
-        ends = _wait_ends(native_id, timed=timed)
+        ends = _wait_ends(native_id, timed=timed and reads_deadlines())
         if ends is None:
             return None
         count = _switched_in(native_id)
@@ -227,7 +225,6 @@ def reads_deadlines() -> bool:
     thread of its own, made to wait on a lock for a minute."""
     global _deadlines
     if _deadlines is None:
-        _deadlines = False  # while the check runs (its own reads must not recurse)
         _deadlines = works() and _check_deadline_with_a_thread()
     return _deadlines
 
@@ -249,7 +246,7 @@ def _check_deadline_with_a_thread() -> bool:
         _real_sleep(0.005)
         if native:
             try:
-                ends = _timed_deadline(native[0])
+                ends = _wait_ends(native[0], timed=True)
             except (OSError, ValueError, IndexError):
                 ends = None
             if ends is not None:
@@ -258,17 +255,6 @@ def _check_deadline_with_a_thread() -> bool:
     done.acquire()
     left = None if ends is None else ends - _clock_gettime(time.CLOCK_MONOTONIC)
     return left is not None and 50 < left <= 60
-
-
-def _timed_deadline(native_id: int) -> float | None:
-    """``_wait_ends`` of a timed wait, read without ``reads_deadlines`` (its own check)."""
-    call = _read(native_id, "syscall").split()
-    if len(call) < 5 or call[0] != str(_FUTEX).encode():
-        return None
-    op = int(call[2], 16)
-    if op & ~_FUTEX_FLAGS != _FUTEX_WAIT_BITSET or op & _FUTEX_CLOCK_REALTIME:
-        return None
-    return _deadline(int(call[4], 16), time.CLOCK_MONOTONIC)
 
 
 def _task_ids() -> set[int]:
