@@ -508,25 +508,76 @@ def test_the_calendar_follows_a_controlled_threads_sleep() -> None:
     assert seen == [3.0, 0.0, 1.0]
 
 
-def test_the_calendars_stand_ins_make_and_accept_the_real_types() -> None:
+def test_the_calendar_keeps_the_real_types() -> None:
+    # The calendar once gave the code under test look-alike classes: a pydantic model with a
+    # ``datetime`` field declared in a run had no schema (pydantic asks ``is datetime``).
     found: list[object] = []
+
+    class Stamp(DateTime):
+        pass
 
     async def scenario() -> None:
         now = DateTime.now()
         made = DateTime(2024, 5, 1, 12)
-        found.extend([type(now), type(made), type(Date.today()), type(datetime.date(2024, 5, 1))])
-        assert isinstance(now, DateTime)
-        assert isinstance(made, datetime.datetime)
-        assert issubclass(type(now), datetime.date)
-        assert pickle.loads(pickle.dumps(made)) == made
+        found.extend([type(now), type(made), type(Date.today()), type(Stamp.now())])
+        found.extend([DateTime, Date, datetime.datetime, datetime.date])
+        assert type(now) is datetime.datetime
+        assert pickle.loads(pickle.dumps(now)) == now
         assert DateTime.fromisoformat("2024-05-01T12:00:00") == made
         assert str(made) == "2024-05-01 12:00:00"
 
     exploration = interlace.explore(scenario, max_schedules=1, seed=SEED)
     assert exploration.failure is None, exploration.failure.report
-    assert found == [REAL_DATETIME, REAL_DATETIME, REAL_DATE, REAL_DATE]
-    assert DateTime is REAL_DATETIME  # put back after the exploration
-    assert datetime.datetime is REAL_DATETIME
+    made_types = [REAL_DATETIME, REAL_DATETIME, REAL_DATE, Stamp]
+    assert found == [*made_types, *[REAL_DATETIME, REAL_DATE] * 2]
+    # Put back after the exploration: the real clock, and the C methods themselves.
+    assert abs(DateTime.now().timestamp() - time.time()) < 60
+    assert type(REAL_DATETIME.__dict__["now"]).__name__ == "classmethod_descriptor"
+    assert type(REAL_DATE.__dict__["today"]).__name__ == "classmethod_descriptor"
+
+
+def test_library_code_reads_the_same_calendar() -> None:
+    # email.utils.localtime() calls datetime.datetime.now() in the standard library, outside
+    # the code under test: it reads the clock the code under test reads.
+    import email.utils
+
+    seen: list[float] = []
+
+    async def scenario() -> None:
+        start = DateTime.now(datetime.UTC)
+        await asyncio.sleep(30)
+        seen.append((email.utils.localtime() - start).total_seconds())
+        seen.append(email.utils.localtime().timestamp() - time.time())
+
+    exploration = interlace.explore(scenario, max_schedules=1, seed=SEED)
+    assert exploration.failure is None, exploration.failure.report
+    assert seen[0] == pytest.approx(30, abs=1e-3)
+    assert seen[1] == pytest.approx(0, abs=1e-3)
+
+
+def test_utcnow_still_warns_where_stock_python_does() -> None:
+    import sys
+    import warnings
+
+    caught: list[list[warnings.WarningMessage]] = []
+
+    async def scenario() -> None:
+        with warnings.catch_warnings(record=True) as log:
+            warnings.simplefilter("always")
+            DateTime.utcnow()
+        caught.append(log)
+
+    with warnings.catch_warnings(record=True) as stock:
+        warnings.simplefilter("always")
+        DateTime.utcnow()
+    exploration = interlace.explore(scenario, max_schedules=1, seed=SEED)
+    assert exploration.failure is None, exploration.failure.report
+    assert [(w.category, str(w.message)) for w in caught[0]] == [
+        (w.category, str(w.message)) for w in stock
+    ]
+    assert len(stock) == (sys.version_info >= (3, 12))
+    if stock:  # and it points at the caller, as the stock warning does
+        assert caught[0][0].filename == stock[0].filename == __file__
 
 
 def _blocking_sleep(seconds: float) -> Callable[[], Awaitable[list[str]]]:

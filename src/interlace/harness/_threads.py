@@ -2015,7 +2015,7 @@ def _wall_at(frame: types.FrameType) -> float:
     return _real_time()
 
 
-_CALENDAR = _clock.calendar(_wall_at)
+_CALENDAR = _clock.patches(_wall_at)
 
 # -- hashes in creation order ------------------------------------------------------------------
 
@@ -2111,10 +2111,8 @@ _PATCHES: list[tuple[Any, str, Any]] = [
     (time, "perf_counter", _virtual(time.perf_counter, _EPOCH_MONOTONIC)),
     (time, "perf_counter_ns", _virtual_ns(time.perf_counter_ns, _EPOCH_MONOTONIC)),
     (time, "time", _wall),
-    (time, "localtime", _CALENDAR.localtime),
-    (time, "gmtime", _CALENDAR.gmtime),
-    (time, "ctime", _CALENDAR.ctime),
-    (time, "strftime", _CALENDAR.strftime),
+    # ``time.localtime()`` and the others; ``datetime.now()`` and ``date.today()`` in the types.
+    *_CALENDAR,
     (time, "time_ns", _virtual_ns(time.time_ns, _EPOCH_WALL)),
     (threading, "_time", _timeouts_monotonic),
     (queue, "time", _timeouts_monotonic),
@@ -2856,8 +2854,13 @@ _GLOBAL_ORIGINALS = {
     id(_real_sleep): (_real_sleep, _sleep),
     id(_real_monotonic): (_real_monotonic, _monotonic),
     id(_real_time): (_real_time, _wall),
-    # ``from datetime import datetime``, ``import datetime``: C types, so stand-ins.
-    **{id(real): (real, virtual) for real, virtual in zip(_clock.REAL, _CALENDAR, strict=True)},
+    # ``from time import localtime`` and the calendar's other functions.
+    **{
+        id(real): (real, virtual)
+        for owner, name, virtual in _CALENDAR
+        if owner is time
+        for real in (getattr(time, name),)
+    },
 }
 if _affinity._real_getaffinity is not None:  # ``from os import sched_getaffinity``
     _GLOBAL_ORIGINALS[id(_affinity._real_getaffinity)] = (
