@@ -10,6 +10,7 @@ from __future__ import annotations
 __all__ = (
     "ConfigError",
     "InterlaceError",
+    "InternalError",
     "InvalidTargetError",
     "ReplayDivergedError",
     "ReplayTokenError",
@@ -53,4 +54,13 @@ class UnsupportedOperationError(InterlaceError, RuntimeError):
 
     Raised at the call (for example opening a real socket under the controlled event loop);
     the message names the call and what to use instead.
+    """
+
+
+class InternalError(InterlaceError):
+    """interlace itself failed: a bug in interlace, not a failure of the code under test.
+
+    Raised in place of a failure when the exception a run ended with was raised inside
+    interlace's scheduler (its hooks, its event loop, a strategy) rather than by the program
+    or by a stand-in for a stock function. The message carries the traceback to report.
     """

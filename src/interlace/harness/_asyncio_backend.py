@@ -21,7 +21,7 @@ from interlace._core.result import RunResult, StepRecord
 from interlace._core.schedule import READY, THREAD, Decision, Settings
 from interlace._core.strategy import Chooser
 from interlace.errors import UnsupportedOperationError
-from interlace.harness import _instrument, _interrupt, _kernel, _loop, _threads
+from interlace.harness import _fault, _instrument, _interrupt, _kernel, _loop, _threads
 from interlace.harness._footprint import AVAILABLE as FOOTPRINTS
 from interlace.harness._footprint import Tracer
 from interlace.harness._introspect import (
@@ -419,7 +419,7 @@ class AsyncioBackend:
         divergence = loop.divergence
         lost = _lost_exceptions(loop)
         for lost_exc, _ in lost:
-            refused = refusal(lost_exc)
+            refused = refusal(lost_exc) or _fault.engine_fault(lost_exc)
             if refused is not None:
                 raise refused
         decisions: Sequence[Decision] = loop.decisions
@@ -450,7 +450,9 @@ class AsyncioBackend:
             trace = tuple(sorted((*trace, *ctl.records), key=lambda record: record.step))
         if loop.error is not None:
             raise loop.error
-        refused = refusal(exception) if kind == "exception" else None
+        refused = (
+            refusal(exception) or _fault.engine_fault(exception) if kind == "exception" else None
+        )
         if refused is not None:
             raise refused
         if lost and not divergence:

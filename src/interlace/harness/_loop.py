@@ -60,7 +60,7 @@ from typing import Any, overload
 from interlace._core.schedule import READY, TIMER, DecisionLog, Settings
 from interlace._core.strategy import NEVER, Chooser
 from interlace.errors import UnsupportedOperationError
-from interlace.harness import _threads
+from interlace.harness import _fault, _threads
 from interlace.harness._introspect import describe_task, describe_timer
 
 __all__ = ("Blocked", "ControlledEventLoop", "ControlledTask", "Diverged", "OverBudget")
@@ -1438,5 +1438,22 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
 for _name, _what in _UNSUPPORTED.items():
     setattr(ControlledEventLoop, _name, _unsupported(_name, _what))
 del _name, _what
+
+# The methods the program (and asyncio on its behalf) calls in place of the stock ones: an
+# exception they raise is the program's, as the stock method's would be (``_fault``).
+_fault.stand_in(
+    function
+    for cls, stock in (
+        (ControlledEventLoop, asyncio.AbstractEventLoop),
+        (ControlledTask, asyncio.Task),
+        (ControlledFuture, asyncio.Future),
+        (_Step, events.Handle),
+        (_Timer, events.TimerHandle),
+        (_Arrival, events.Handle),
+        (_ThreadArrival, events.Handle),
+    )
+    for name, function in vars(cls).items()
+    if not name.startswith("_") and hasattr(stock, name)
+)
 
 NEVER_CONSULT = NEVER

@@ -46,7 +46,7 @@ from interlace._core.result import RunResult, StepRecord
 from interlace._core.schedule import READY, Decision, Settings
 from interlace._core.strategy import Chooser
 from interlace.errors import UnsupportedOperationError
-from interlace.harness import _affinity, _clock, _instrument, _interrupt, _kernel
+from interlace.harness import _affinity, _clock, _fault, _instrument, _interrupt, _kernel
 
 # One module object for everything from _instrument (a second import style could bind a
 # second copy when the harness modules are imported again, as pytester makes happen).
@@ -2869,6 +2869,12 @@ if _affinity._real_getaffinity is not None:  # ``from os import sched_getaffinit
     )
 
 
+# What the program calls in place of the stock functions: an exception they raise is the
+# program's, as the stock function's would be (``_fault``).
+_fault.stand_in(replacement for _, _, replacement in _PATCHES)
+_fault.stand_in(virtual for _, virtual in _GLOBAL_ORIGINALS.values())
+
+
 def _patch_user_globals() -> list[tuple[Any, str, Any]]:
     """``from time import sleep`` in code under test: point those names at the controlled ones."""
     patched: list[tuple[Any, str, Any]] = []
@@ -2974,7 +2980,7 @@ class ThreadsBackend:
         detail = ""
         if ctl.failure is not None:
             kind, exception, detail = ctl.failure
-            refused = refusal(exception)
+            refused = refusal(exception) or _fault.engine_fault(exception)
             if refused is not None:
                 raise refused
             if record and ctl.failed_in is not None and kind == "exception":
