@@ -3,8 +3,14 @@ ends the wait for a worker's result even when Python lost the exception the hand
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
+import sys
+import textwrap
+import time
 from concurrent.futures import Future
+from pathlib import Path
 
 import pytest
 
@@ -32,3 +38,66 @@ def test_a_result_that_comes_is_returned(monkeypatch: pytest.MonkeyPatch) -> Non
     done: Future[int] = Future()
     done.set_result(7)
     assert _processes.result(done) == 7
+
+
+_CAUGHT_SIGTERM = textwrap.dedent(
+    """
+    import os, sys, time
+    from interlace._processes import process_pool, result, pool_context
+
+    def stuck(marks):  # a worker that never finishes
+        open(os.path.join(marks, str(os.getpid())), "w").close()
+        time.sleep(3600)
+
+    try:
+        with process_pool(2) as pool:
+            futures = [pool.submit(stuck, sys.argv[1]) for _ in range(2)]
+            result(futures[0])
+    except SystemExit:  # as pytest does: one test's failure, and the session goes on
+        pass
+    print("went on")
+    """
+)
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="POSIX signals")
+def test_sigterm_ends_the_process_even_when_the_caller_catches_systemexit(
+    tmp_path: Path,
+) -> None:
+    # Under pytest, the handler's SystemExit was one test's failure: the session went on,
+    # where without the pool's handler the SIGTERM would have ended it.
+    process = subprocess.Popen(
+        [sys.executable, "-c", _CAUGHT_SIGTERM, str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while len(list(tmp_path.iterdir())) < 2:
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "the workers never started"
+            time.sleep(0.05)
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == -signal.SIGTERM, err
+    assert "went on" not in out
+    assert err.strip().splitlines()[-1] == "interlace: terminated"
+    workers = [int(path.name) for path in tmp_path.iterdir()]
+    deadline = time.monotonic() + 30
+    while (alive := [pid for pid in workers if _running(pid)]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert alive == []
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/status")
+    return not (status.exists() and "zombie" in status.read_text())

@@ -5,14 +5,16 @@ them, not waits for them, when it is interrupted."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import multiprocessing
+import os
 import signal
 import sys
 import threading
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Any, TypeVar
 
 __all__ = ("jobs_argument", "pool_context", "process_pool", "result")
 
@@ -82,12 +84,29 @@ def result(future: Future[_T]) -> _T:
                 raise KeyboardInterrupt from None
 
 
+def _die_of_sigterm(previous: Any) -> None:
+    """End the process as the SIGTERM it received would have, now that the workers are gone.
+
+    The handler's SystemExit is only a way out of the wait: a caller that catches it would
+    go on (pytest records it as one test's failure and runs the rest of the session), where
+    without the handler the process would have ended. So the signal is sent again with the
+    disposition it had (the default: the process ends, and its parent sees it was killed by
+    SIGTERM), as a program that cleans up on a signal should do.
+    """
+    signal.signal(signal.SIGTERM, previous)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
 @contextmanager
 def process_pool(
     workers: int, context: multiprocessing.context.BaseContext | None = None
 ) -> Iterator[ProcessPoolExecutor]:
     """A process pool whose workers are killed, not waited for, when the parent is interrupted
-    (Ctrl-C, or SIGTERM, which then exits 143 instead of leaving the workers orphaned)."""
+    (Ctrl-C, or SIGTERM, which then ends the process, as it would have without the pool,
+    once the workers are gone instead of leaving them orphaned)."""
     pool = ProcessPoolExecutor(
         max_workers=workers, mp_context=context or pool_context(), initializer=_init_worker
     )
@@ -107,6 +126,8 @@ def process_pool(
         pool.shutdown(wait=False, cancel_futures=True)
         for process in processes:
             process.join(5)
+        if previous is not None and signal.SIGTERM in _received:
+            _die_of_sigterm(previous)
         raise
     else:
         pool.shutdown()
