@@ -562,6 +562,45 @@ def test_three_identical_steps_and_deviations_are_shown_as_they_are() -> None:
     assert len(_report_lines(deviating, 6)) == 6
 
 
+def _in(step: int, *packages: str, deviation: str = "") -> StepRecord:
+    """A step that starts and stops in library code."""
+    return StepRecord(
+        step, "Task-2", "resumed", "lib.py:1", f"lib.py:{step}", deviation, tuple(packages)
+    )
+
+
+def test_a_run_of_library_steps_is_one_line_naming_the_packages() -> None:
+    trace = [
+        _record(1),
+        _in(2, "langgraph"),
+        _in(3, "asyncio"),
+        _in(4),
+        _in(5, "langgraph", "asyncio"),
+        _record(6),
+    ]
+    assert _report_lines(trace, 6) == [
+        "  1. main: resumed at app.py:6 -> app.py:6 await asyncio.sleep(0)",
+        "     ... steps 2-5: 4 steps that start and stop in library code (asyncio, langgraph) ...",
+        "  6. main: resumed at app.py:6 -> app.py:6 await asyncio.sleep(0)",
+    ]
+
+
+def test_library_steps_around_a_deviation_and_at_the_end_are_shown() -> None:
+    # Three library steps read as they are; the step before a deviation shows where the
+    # schedule leaves stock order; the last is where the run failed.
+    few = [_record(1), *(_in(step, "asyncio") for step in range(2, 5)), _record(5)]
+    assert len(_report_lines(few, 5)) == 5
+    deviating = [
+        *(_in(step, "asyncio") for step in range(1, 6)),
+        _in(6, "asyncio", deviation="postponed"),
+        *(_in(step, "asyncio") for step in range(7, 12)),
+    ]
+    lines = _report_lines(deviating, 11)
+    assert [line.split(".")[0].strip() for line in lines] == ["", "5", "6", "", "11"]
+    assert "steps 1-4: 4 steps" in lines[0]
+    assert "steps 7-10: 4 steps" in lines[3]
+
+
 @pytest.mark.parametrize(
     ("steps", "shrunk_from", "text"),
     [

@@ -312,3 +312,33 @@ def test_executor_jobs_on_controlled_threads_are_not_opaque() -> None:
     assert exploration.failure is None
     assert exploration.opaque is False
     assert api.explain_opaque(exploration) == ""
+
+
+async def _through_the_standard_library() -> None:
+    state = {"n": 0}
+
+    async def bump() -> None:
+        n = state["n"]
+        await asyncio.sleep(0)
+        state["n"] = n + 1
+
+    # Twelve steps of asyncio's own code (the sleeps' tasks and gather's callbacks), then
+    # the program's lost update.
+    await asyncio.gather(*(asyncio.sleep(0) for _ in range(6)))
+    await asyncio.gather(bump(), bump())
+    assert state["n"] == 2, state
+
+
+def test_a_report_folds_the_steps_that_run_only_library_code() -> None:
+    exploration = interlace.explore(_through_the_standard_library, max_schedules=200, seed=4)
+    failure = exploration.failure
+    assert failure is not None
+    assert "steps that start and stop in library code (asyncio) ..." in failure.report
+    # What the program's tasks did and where it failed stay.
+    shown = failure.report.split("\n\n")[0]
+    assert "bump" in shown
+    assert "raised AssertionError" in shown
+    # The schedule itself keeps every step.
+    assert len(failure.schedule) > len(shown.splitlines())
+    assert any(record.library == ("asyncio",) for record in failure.schedule)
+    assert all(record.library is None for record in failure.schedule if "bump" in record.action)

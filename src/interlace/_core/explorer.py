@@ -531,8 +531,11 @@ def format_report(
     if trace and trace[0].step > 1:
         lines.append(f"  ... {trace[0].step - 1} earlier steps not shown ...")
     width = len(str(max(steps, trace[-1].step if trace else 0)))
-    for run in _runs_of_the_same_step(trace):
+    for folded, run in _runs(trace):
         record = run[0]
+        if folded == "library":
+            lines.append(_library_line(run, width))
+            continue
         text = f"  {record.step:>{width}}. {record.actor}: {record.action}"
         if record.resumed:
             text += f" at {record.resumed}"
@@ -577,14 +580,36 @@ def format_report(
 
 _SAME_STEP_RUN = 4
 """Consecutive identical steps (a spin-wait, a hang) shown as one step and a count."""
+_LIBRARY_RUN = 4
+"""Consecutive steps in library code (``StepRecord.library``) shown as one line."""
 
 
-def _runs_of_the_same_step(trace: Sequence[StepRecord]) -> Iterator[list[StepRecord]]:
-    """The trace in runs: a step alone, or ``_SAME_STEP_RUN`` or more consecutive steps that
-    read the same but for their numbers (none of them a deviation)."""
+def _library_line(run: Sequence[StepRecord], width: int) -> str:
+    packages = sorted({package for record in run for package in record.library or ()})
+    where = f" ({', '.join(packages)})" if packages else ""
+    return (
+        f"  {'':>{width}}  ... steps {run[0].step}-{run[-1].step}: {len(run)} steps that start "
+        f"and stop in library code{where} ..."
+    )
+
+
+def _runs(trace: Sequence[StepRecord]) -> Iterator[tuple[str, list[StepRecord]]]:
+    """The trace in runs, each with how it is shown: a ``"step"`` alone; ``"same"``, for
+    ``_SAME_STEP_RUN`` or more consecutive steps that read the same but for their numbers; or
+    ``"library"``, for ``_LIBRARY_RUN`` or more consecutive steps in library code. No run
+    holds a deviation; a library run holds neither the step before one (where the schedule
+    leaves stock order) nor the last step (where it failed)."""
 
     def key(record: StepRecord) -> tuple[str, str, str, str]:
         return (record.actor, record.action, record.resumed, record.suspended)
+
+    def library(k: int) -> bool:
+        return (
+            trace[k].library is not None
+            and not trace[k].deviation
+            and k + 1 < len(trace)
+            and not trace[k + 1].deviation
+        )
 
     i = 0
     while i < len(trace):
@@ -593,10 +618,18 @@ def _runs_of_the_same_step(trace: Sequence[StepRecord]) -> Iterator[list[StepRec
             while j < len(trace) and not trace[j].deviation and key(trace[j]) == key(trace[i]):
                 j += 1
         if j - i >= _SAME_STEP_RUN:
-            yield list(trace[i:j])
-        else:
-            yield from ([record] for record in trace[i:j])
-        i = j
+            yield "same", list(trace[i:j])
+            i = j
+            continue
+        j = i
+        while j < len(trace) and library(j):
+            j += 1
+        if j - i >= _LIBRARY_RUN:
+            yield "library", list(trace[i:j])
+            i = j
+            continue
+        yield "step", [trace[i]]
+        i += 1
 
 
 def explore_backend(

@@ -33,6 +33,10 @@ class StepRecord:
         resumed: ``file:line`` where the actor resumed (empty for a first step or callback).
         suspended: ``file:line`` where it suspended next, or ``"finished"``/``"raised ..."``.
         deviation: ``""`` for the stock choice, else why this step is not stock order.
+        library: None when the step starts or stops in the code under test (or the backend
+            does not say); else it starts and stops in other code, of these packages
+            (``("asyncio", "langgraph")``; empty when not known). A report folds runs of
+            such steps.
     """
 
     step: int
@@ -41,6 +45,7 @@ class StepRecord:
     resumed: str
     suspended: str
     deviation: str = ""
+    library: tuple[str, ...] | None = None
 
 
 class RunModel(Protocol):

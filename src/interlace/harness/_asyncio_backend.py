@@ -29,6 +29,7 @@ from interlace.harness._introspect import (
     describe_task,
     is_library_file,
     ownership,
+    package_of,
     position_of,
     short_path,
 )
@@ -83,21 +84,22 @@ class _Recorder:
 
     def __init__(self, loop: ControlledEventLoop) -> None:
         self.loop = loop
-        self._raw: collections.deque[tuple[int, str, str, _Where, _Where | str, str]] = (
-            collections.deque(maxlen=_TRACE_LIMIT)
-        )
+        self._raw: collections.deque[
+            tuple[int, str, str, _Where, _Where | str, str, str | None]
+        ] = collections.deque(maxlen=_TRACE_LIMIT)
         self.step_counts: collections.Counter[str] = collections.Counter()
 
     @property
     def records(self) -> list[StepRecord]:
         """The last ``_TRACE_LIMIT`` steps, formatted."""
         records = []
-        for step, name, action, resumed, suspended, deviation in self._raw:
+        for step, name, action, resumed, suspended, deviation, code_file in self._raw:
+            library = _library(resumed, suspended, code_file)
             if not isinstance(suspended, str):
                 where, text = describe_position(suspended)
                 suspended = f"{where} {text}".strip()
             where = describe_position(resumed)[0] if resumed is not None else ""
-            records.append(StepRecord(step, name, action, where, suspended, deviation))
+            records.append(StepRecord(step, name, action, where, suspended, deviation, library))
         return records
 
     def __call__(self, handle: Any) -> None:
@@ -113,8 +115,10 @@ class _Recorder:
             coro = task.get_coro()
             resumed: _Where = None
             suspended: _Where | str
+            code_file: str | None = None
             if inspect.iscoroutine(coro) and inspect.getcoroutinestate(coro) == "CORO_CREATED":
                 action = "started " + getattr(coro, "__qualname__", "coroutine")
+                code_file = coro.cr_code.co_filename
             else:
                 action = "resumed"
                 resumed = position_of(task)
@@ -141,9 +145,36 @@ class _Recorder:
             name = "loop"
             action = "callback " + _callable_name(callback)
             resumed = None
+            code_file = _code_file(callback)
             handle._run()
             suspended = ""
-        self._raw.append((step, name, action, resumed, suspended, deviation))
+        self._raw.append((step, name, action, resumed, suspended, deviation, code_file))
+
+
+def _code_file(callback: Any) -> str | None:
+    """The file of a callback's Python code; None for a builtin (``Future.set_result``)."""
+    while isinstance(callback, functools.partial):
+        callback = callback.func
+    code = getattr(getattr(callback, "__func__", callback), "__code__", None)
+    return code.co_filename if isinstance(code, types.CodeType) else None
+
+
+def _library(
+    resumed: _Where, suspended: _Where | str, code_file: str | None
+) -> tuple[str, ...] | None:
+    """``StepRecord.library``: the packages of the code a step started and stopped in, if
+    none of it is code under test. A step that raised or was cancelled is never library's:
+    the report shows it."""
+    if isinstance(suspended, str) and suspended not in ("", "finished"):
+        return None
+    files = [where[0] for where in (resumed, suspended) if isinstance(where, tuple)]
+    if code_file is not None:
+        files.append(code_file)
+    if any(_instrument.is_under_test(file) for file in files):
+        return None
+    # No file at all: a builtin callback (``Future.set_result``), or a task whose frames are
+    # all the standard library's or an async library's (``is_library_file``).
+    return tuple(sorted({package_of(file) for file in files} - {""}))
 
 
 def _raised(exc: BaseException) -> str:

@@ -30,6 +30,7 @@ __all__ = (
     "location_of",
     "name_of",
     "ownership",
+    "package_of",
     "position_of",
     "short_path",
 )
@@ -92,6 +93,21 @@ def _frames_of(awaitable: Any) -> Iterator[types.FrameType]:
             or getattr(awaitable, "gi_yieldfrom", None)
             or getattr(awaitable, "ag_await", None)
         )
+
+
+@functools.lru_cache(maxsize=4096)
+def package_of(filename: str) -> str:
+    """The top-level package or module a file of the standard library or of an installed
+    distribution belongs to (``asyncio``, ``langgraph``); "" for any other file."""
+    path = os.path.normcase(os.path.realpath(filename))
+    parts = path.split(os.sep)
+    for marker in ("site-packages", "dist-packages"):
+        if marker in parts:
+            index = len(parts) - 1 - parts[::-1].index(marker)
+            return parts[index + 1].removesuffix(".py") if index + 1 < len(parts) else ""
+    if path.startswith(_STDLIB):
+        return path[len(_STDLIB) :].split(os.sep)[0].removesuffix(".py")
+    return ""
 
 
 def position_of(task: asyncio.Task[Any]) -> tuple[str, int] | None:
