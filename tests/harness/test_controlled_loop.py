@@ -822,3 +822,49 @@ def test_an_unclosed_loop_is_closed_without_a_resource_warning(
         gc.collect()
     assert [str(w.message) for w in caught] == []
     assert unraisable == []
+
+
+async def _lock_order(threads: bool) -> None:
+    a, b = asyncio.Lock(), asyncio.Lock()
+
+    async def ab() -> None:
+        async with a:
+            await asyncio.sleep(0)
+            async with b:
+                pass
+
+    async def ba() -> None:
+        async with b:
+            await asyncio.sleep(0)
+            async with a:
+                pass
+
+    if threads:
+        await asyncio.to_thread(lambda: None)  # the run's threads are under control from here
+    await asyncio.gather(asyncio.create_task(ab(), name="ab"), asyncio.create_task(ba(), name="ba"))
+
+
+@pytest.mark.parametrize("threads", [False, True], ids=["tasks", "tasks-and-threads"])
+def test_a_deadlock_report_puts_the_tasks_wait_for_cycle_first(threads: bool) -> None:
+    failure = interlace.explore(
+        functools.partial(_lock_order, threads), max_schedules=5, seed=1
+    ).failure
+    assert failure is not None
+    assert failure.kind == "deadlock"
+    lines = failure.detail.splitlines()
+    tasks = [line.strip() for line in lines if line.strip().startswith("task ")]
+    # One line a task, the two of the cycle first, then the one that waits for them.
+    assert [line.split()[1] for line in tasks] == ["'ab'", "'ba'", "'main'"], lines
+    assert "held by task 'ba'" in tasks[0]
+    assert "held by task 'ab'" in tasks[1]
+    cycle = "Wait-for cycle: task 'ab' -> task 'ba' -> task 'ab'"
+    assert cycle in [line.strip() for line in lines], lines
+    if threads:  # under the line of the loop's thread, indented below it
+        loop_line = next(i for i, line in enumerate(lines) if "at its event loop" in line)
+        assert lines[loop_line].endswith("; its tasks:"), lines
+        assert lines[loop_line + 1].startswith("      task 'ab'"), lines
+        # The executor's idle worker has no frame of the code under test to show.
+        assert any(
+            line.endswith("(in library code) waits for a notify on Condition Semaphore._cond")
+            for line in lines
+        ), lines

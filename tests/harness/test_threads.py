@@ -9,6 +9,7 @@ from __future__ import annotations
 import _thread
 import asyncio
 import concurrent.futures
+import itertools
 import queue
 import signal
 import sys
@@ -788,7 +789,10 @@ def test_a_deadlock_between_a_task_and_a_job_names_the_loop_and_its_tasks() -> N
     lines = failure.detail.splitlines()
     loop_thread = "  MainThread at its event loop waits for a thread to finish a job or call back"
     assert any(
-        line.startswith(loop_thread) and "its tasks: task 'main' at " in line for line in lines
+        line.startswith(loop_thread)
+        and line.endswith("; its tasks:")
+        and following.startswith("      task 'main' at ")
+        for line, following in itertools.pairwise(lines)
     ), failure.detail
     # The lock was taken before the run started a thread, so its holder is not known.
     assert any(

@@ -27,6 +27,7 @@ from interlace.harness._footprint import Tracer
 from interlace.harness._introspect import (
     describe_position,
     describe_task,
+    describe_tasks,
     is_library_file,
     ownership,
     package_of,
@@ -628,7 +629,7 @@ def _pending_tasks(loop: ControlledEventLoop) -> list[asyncio.Task[Any]]:
 
 def _deadlock_detail(loop: ControlledEventLoop) -> str:
     lines = ["No task can run and no timer is pending. Blocked:"]
-    lines.extend("  " + describe_task(task) for task in _pending_tasks(loop))
+    lines.extend(describe_tasks(_pending_tasks(loop), "  "))
     return "\n".join(lines)
 
 

@@ -18,12 +18,13 @@ import sys
 import sysconfig
 import types
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 __all__ = (
     "describe_position",
     "describe_task",
+    "describe_tasks",
     "describe_timer",
     "describe_wait",
     "is_library_file",
@@ -33,6 +34,7 @@ __all__ = (
     "package_of",
     "position_of",
     "short_path",
+    "wait_cycle",
 )
 
 _STDLIB = os.path.normcase(os.path.realpath(sysconfig.get_paths()["stdlib"])) + os.sep
@@ -410,6 +412,49 @@ def describe_wait(task: asyncio.Task[Any]) -> str:
     elif kind == "Condition":
         text += " (no task will notify it)"
     return text
+
+
+def _waits_for(task: asyncio.Task[Any]) -> asyncio.Task[Any] | None:
+    """The one task ``task`` waits for: the task it awaits, or the one holder of the lock or
+    semaphore it waits on; None if there is no such single task."""
+    waiter = getattr(task, "_fut_waiter", None)
+    if waiter is None:
+        return None
+    if isinstance(waiter, asyncio.Task):
+        return waiter
+    if getattr(waiter, "_children", None) is not None:  # gather(): several
+        return None
+    primitive = _primitive_waiting_on(waiter)
+    holders = holders_of(primitive) if primitive is not None else []
+    return holders[0] if len(holders) == 1 else None
+
+
+def wait_cycle(tasks: Sequence[asyncio.Task[Any]]) -> list[asyncio.Task[Any]]:
+    """The first cycle of tasks each waiting for the next (``_waits_for``), from the task
+    of ``tasks`` that comes first in it; [] if there is none."""
+    for start in tasks:
+        path: list[asyncio.Task[Any]] = []
+        at: dict[asyncio.Task[Any], int] = {}
+        task: asyncio.Task[Any] | None = start
+        while task is not None and task not in at:
+            at[task] = len(path)
+            path.append(task)
+            task = _waits_for(task)
+        if task is not None:
+            return path[at[task] :]
+    return []
+
+
+def describe_tasks(tasks: Sequence[asyncio.Task[Any]], indent: str) -> list[str]:
+    """A deadlock report's lines for ``tasks``: the tasks of a wait-for cycle first, each on a
+    line of its own, then the others, then the cycle itself."""
+    cycle = wait_cycle(tasks)
+    ordered = [*cycle, *(task for task in tasks if task not in cycle)]
+    lines = [indent + describe_task(task) for task in ordered]
+    if cycle:
+        names = [f"task {_task_label(task)}" for task in (*cycle, cycle[0])]
+        lines.append(f"{indent}Wait-for cycle: {' -> '.join(names)}")
+    return lines
 
 
 def describe_task(task: asyncio.Task[Any]) -> str:

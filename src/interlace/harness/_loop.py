@@ -61,7 +61,7 @@ from interlace._core.schedule import READY, TIMER, DecisionLog, Settings
 from interlace._core.strategy import NEVER, Chooser
 from interlace.errors import UnsupportedOperationError
 from interlace.harness import _fault, _threads
-from interlace.harness._introspect import describe_task, describe_timer
+from interlace.harness._introspect import describe_tasks, describe_timer
 
 __all__ = ("Blocked", "ControlledEventLoop", "ControlledTask", "Diverged", "OverBudget")
 
@@ -395,14 +395,15 @@ class _IdleLoop:
         self.loop = loop
 
     def __str__(self) -> str:
+        return "a thread to finish a job or call back, or a timer"
+
+    def task_lines(self, indent: str) -> list[str]:
+        """Its tasks, for a deadlock report, under the line of the loop's thread."""
         tasks = sorted(
             (task for task in asyncio.all_tasks(self.loop) if not task.done()),
             key=lambda task: getattr(task, "_il_id", 0),
         )
-        text = "a thread to finish a job or call back, or a timer"
-        if tasks:
-            text += "; its tasks: " + "; ".join(describe_task(task) for task in tasks)
-        return text
+        return describe_tasks(tasks, indent)
 
 
 JOB_SECONDS = 30.0

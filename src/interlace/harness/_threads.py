@@ -983,14 +983,20 @@ class Controller:
         for u in self.threads:
             if u.status == _DONE:
                 continue
-            where = self.location(u) or "?"
-            text = f"  {u.name} at {where}"
+            where = self.location(u)
+            # No frame of the code under test: a pool's idle worker, most often.
+            text = f"  {u.name} at {where}" if where else f"  {u.name} (in library code)"
+            task_lines: list[str] = []
             if u.waiting is not None:
                 text += f" waits for {_describe_wait(u.waiting)}"
                 holder = self._holder(u.waiting)
                 if holder is not None and u.waiting[0] == "lock":
                     text += f", held by {holder.name}"
+                if u.waiting[0] == "loop":  # an event loop's thread: its tasks, a line each
+                    task_lines = u.waiting[1].task_lines("      ")
+                    text += "; its tasks:" if task_lines else ""
             lines.append(text)
+            lines.extend(task_lines)
         cycle = self._cycle()
         if cycle:
             lines.append("Wait-for cycle: " + " -> ".join(u.name for u in cycle))
