@@ -1030,9 +1030,9 @@ def test_a_plain_test_runs_its_threads_under_control_and_its_replay_line_fails_t
             "*- Captured interlace call -*",
             pattern(plugin.MSG_EXPLORED, nodeid=nodeid, seed=7),
             "Failing schedule (* step*):",
-            "  *. Thread-1 (get): ran -> test_clients.py:* (preempted)",
-            "  *. Thread-2 (get): ran -> (finished)    <- preempts Thread-1 (get) (thread "
-            "preemption)",
+            "  *. Thread-1 (get): ran test_clients.py:* -> test_clients.py:* (preempted)",
+            "  *. Thread-2 (get): ran test_clients.py:* -> (finished)    <- preempts "
+            "Thread-1 (get) (thread preemption)",
             "Label: needs thread preemption (1 deviation from stock order)",
         ]
     )

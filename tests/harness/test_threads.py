@@ -949,3 +949,32 @@ def test_a_thread_the_exploration_does_not_control_leaves_lock_sites_controlled(
     assert failure is not None
     assert failure.label == PREEMPTION
     assert fixed.failure is None
+
+
+_tally = {"n": 0}
+
+
+def _bump_twice() -> None:
+    for _ in range(2):
+        n = _tally["n"]
+        _tally["n"] = n + 1
+
+
+def _two_bumpers() -> None:
+    _tally["n"] = 0
+    workers = [threading.Thread(target=_bump_twice) for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert _tally["n"] == 4, _tally
+
+
+def test_a_threads_step_says_where_it_ran_in_the_code_under_test() -> None:
+    # A thread's first step showed only where it stopped ("ran -> (finished)"), though it
+    # ran the lines that lost the update.
+    failure = interlace.explore(_two_bumpers, max_schedules=200, seed=1).failure
+    assert failure is not None
+    first, last = _bump_twice.__code__.co_firstlineno + 1, _bump_twice.__code__.co_firstlineno + 3
+    ran = [record.action for record in failure.schedule if record.actor.endswith("(_bump_twice)")]
+    assert f"ran tests/harness/test_threads.py:{first}-{last}" in ran, failure.report

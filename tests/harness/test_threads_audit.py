@@ -86,7 +86,7 @@ def test_a_lock_a_thread_held_when_it_was_unwound_is_released(kind: str) -> None
     assert failure is not None
     raised = [line for line in failure.report.splitlines() if " raised RuntimeError" in line]
     assert len(raised) == 1
-    assert "Thread-2 (_see_a_half_update): ran -> " in raised[0]
+    assert "Thread-2 (_see_a_half_update): ran tests/harness/test_threads_audit.py:" in raised[0]
 
 
 # -- the permits of a semaphore a thread holds when the harness unwinds it ----------------------

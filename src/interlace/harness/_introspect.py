@@ -65,7 +65,9 @@ def is_library_file(filename: str) -> bool:
 
 
 def short_path(filename: str) -> str:
-    """A file name relative to the working directory when it is below it."""
+    """A file name relative to the working directory when it is below it; else, for a file
+    of an installed distribution or of the standard library, relative to the directory it
+    was installed in (``langgraph/pregel/main.py``, ``asyncio/tasks.py``)."""
     return _short_path(filename, os.getcwd())
 
 
@@ -74,8 +76,17 @@ def _short_path(filename: str, cwd: str) -> str:
     try:
         relative = os.path.relpath(filename, cwd)
     except ValueError:
-        return filename
-    return filename if relative.startswith("..") else relative
+        relative = os.pardir
+    if not relative.startswith(os.pardir):
+        return relative
+    parts = filename.split(os.sep)
+    for marker in ("site-packages", "dist-packages"):
+        if marker in parts[:-1]:
+            return os.sep.join(parts[len(parts) - parts[::-1].index(marker) :])
+    path = os.path.normcase(os.path.realpath(filename))
+    if path.startswith(_STDLIB) and path != _STDLIB:
+        return path[len(_STDLIB) :]
+    return filename
 
 
 def _frames_of(awaitable: Any) -> Iterator[types.FrameType]:

@@ -142,6 +142,7 @@ class _Thread:
         "resumed",
         "segment",
         "since",
+        "span",
         "started",
         "status",
         "switchable",
@@ -187,6 +188,10 @@ class _Thread:
         self.resumed = ""
         self.segment = 1
         self.note = ""
+        self.span: list[list[Any]] = []
+        """Recorded runs only: where in the code under test the current segment took points
+        (``Controller.attend``), for the report: ``[file, lowest line, highest line]`` for
+        each run of points in one file."""
         self.busy = False
         # Recorded runs only (``Controller.gil_point``): whether, with the GIL, CPython could
         # hand the GIL to another thread at this thread's current point.
@@ -442,6 +447,11 @@ class Controller:
 
     def close_segment(self, t: _Thread, suspended: str) -> None:
         action = "resumed" if t.resumed else "ran"
+        if not t.resumed and t.span:
+            # Where it ran: a thread that started, or resumed outside the code under test
+            # (a pool's worker taking a job), and may stop outside it too.
+            action += " " + _span(t.span)
+        t.span = []
         self.records.append(StepRecord(t.segment, t.name, action, t.resumed, suspended, t.note))
 
     # -- the hot path --------------------------------------------------------------------------
@@ -463,6 +473,9 @@ class Controller:
             return  # another thread ran code under test (see _line_hooks): never act as t
         if self.record:
             self.gil_point(t)
+            frame = _instrument.user_frame(_getframe(1))
+            if frame is not None:
+                _extend_span(t.span, frame.f_code.co_filename, frame.f_lineno)
         step = self.step
         consult = self.chooser.consult_at <= step < self.slice_end and step < self.step_cap
         if consult and not self.aborting:
@@ -1255,6 +1268,36 @@ def _is_locked(lock: Any) -> bool:
         lock.release()
         return False
     return True
+
+
+_SPAN_FILES = 3
+"""The runs of points in one file a step's span shows; more show the first, ``…``, the last."""
+
+
+def _extend_span(span: list[list[Any]], file: str, line: int) -> None:
+    if span and span[-1][0] == file:
+        entry = span[-1]
+        entry[1], entry[2] = min(entry[1], line), max(entry[2], line)
+        return
+    span.append([file, line, line])
+    if len(span) > 2 * _SPAN_FILES:  # only the first and the last few are ever shown
+        del span[1:-_SPAN_FILES]
+
+
+def _span(span: list[list[Any]]) -> str:
+    """``a.py:3``, ``a.py:3-7``, ``a.py:3-7, b.py:9``: where a step ran in the code under
+    test, a file at a time, with its lowest and highest line."""
+    shown: list[list[Any] | None] = list(span)
+    if len(span) > _SPAN_FILES:
+        shown = [span[0], None, span[-1]]
+    parts = []
+    for entry in shown:
+        if entry is None:
+            parts.append("…")
+            continue
+        file, low, high = entry
+        parts.append(f"{_short(file)}:{low}" + (f"-{high}" if high != low else ""))
+    return ", ".join(parts)
 
 
 def _short(filename: str) -> str:
