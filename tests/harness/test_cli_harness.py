@@ -674,8 +674,8 @@ def runs_its_own_loop():
         ),
         (
             "starts_a_subprocess",
-            "loop.subprocess_exec() was called to start a subprocess: real I/O cannot be "
-            "scheduled deterministically",
+            "loop.subprocess_exec() was called to start a subprocess (by task 'main', at "
+            "misused.py:",
         ),
         (
             "runs_its_own_loop",

@@ -13,6 +13,7 @@ import time
 import traceback
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 from unittest import mock
 
@@ -247,11 +248,43 @@ def test_real_network_io_stops_the_exploration_with_what_to_do() -> None:
     # no replay token, no "fails under stock order".
     with pytest.raises(UnsupportedOperationError) as caught:
         interlace.explore(_open_a_socket, max_schedules=1, seed=0)
+    line = _open_a_socket.__code__.co_firstlineno + 1
     assert str(caught.value).startswith(
-        "loop.create_connection() was called to open a network connection: real I/O cannot "
-        "be scheduled deterministically"
+        "loop.create_connection() was called to open a network connection (by task 'main', "
+        f"at tests/harness/test_controlled_loop.py:{line}): real I/O cannot be scheduled "
+        "deterministically"
     )
     assert "in-memory fake" in str(caught.value)
+
+
+_NETWORK_CLIENT = """\
+import asyncio
+
+
+async def fetch():
+    await asyncio.open_connection("127.0.0.1", 9)
+"""
+
+
+def test_real_io_in_a_library_names_the_library_and_the_code_under_test(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    installed = tmp_path / "site-packages"
+    installed.mkdir()
+    (installed / "netclient.py").write_text(_NETWORK_CLIENT)
+    monkeypatch.syspath_prepend(str(installed))
+    import netclient  # type: ignore[import-not-found]
+
+    async def scenario() -> None:
+        await netclient.fetch()
+
+    with pytest.raises(UnsupportedOperationError) as caught:
+        interlace.explore(scenario, max_schedules=1, seed=0)
+    line = scenario.__code__.co_firstlineno + 1
+    assert (
+        "was called to open a network connection (by task 'main', at netclient.py:5, from the "
+        f"code under test at tests/harness/test_controlled_loop.py:{line}): "
+    ) in str(caught.value)
 
 
 async def _subprocess() -> None:

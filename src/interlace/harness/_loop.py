@@ -60,8 +60,13 @@ from typing import Any, overload
 from interlace._core.schedule import READY, TIMER, DecisionLog, Settings
 from interlace._core.strategy import NEVER, Chooser
 from interlace.errors import UnsupportedOperationError
-from interlace.harness import _fault, _threads
-from interlace.harness._introspect import describe_tasks, describe_timer
+from interlace.harness import _fault, _instrument, _threads
+from interlace.harness._introspect import (
+    describe_tasks,
+    describe_timer,
+    is_library_file,
+    short_path,
+)
 
 __all__ = ("Blocked", "ControlledEventLoop", "ControlledTask", "Diverged", "OverBudget")
 
@@ -365,10 +370,34 @@ _UNSUPPORTED = {
 }
 
 
+def _called_where(frame: types.FrameType | None, loop: asyncio.AbstractEventLoop) -> str:
+    """`` (by task 'x', at lib/client.py:12; from the code under test at app.py:3)``: who
+    called a refused loop method, for its message. The first place is the innermost frame
+    outside asyncio, interlace and the async libraries (often a client library's); the
+    second, the innermost frame of the code under test, when it is another."""
+    first = user = None
+    while frame is not None and user is None:
+        filename = frame.f_code.co_filename
+        if first is None and not is_library_file(filename):
+            first = frame
+        if _instrument.is_under_test(filename):
+            user = frame
+        frame = frame.f_back
+    parts = []
+    task = asyncio.current_task(loop)
+    if task is not None:
+        parts.append(f"by task {task.get_name()!r}")
+    for label, found in (("at", first), ("from the code under test at", user)):
+        if found is not None and (label == "at" or found is not first):
+            parts.append(f"{label} {short_path(found.f_code.co_filename)}:{found.f_lineno}")
+    return f" ({', '.join(parts)})" if parts else ""
+
+
 def _unsupported(name: str, what: str) -> Callable[..., Any]:
     def method(self: ControlledEventLoop, *args: Any, **kwargs: Any) -> Any:
+        where = _called_where(sys._getframe(1), self)
         raise UnsupportedOperationError(
-            f"loop.{name}() was called to {what}: real I/O cannot be scheduled "
+            f"loop.{name}() was called to {what}{where}: real I/O cannot be scheduled "
             "deterministically, so interlace's controlled event loop does not run it. "
             "Replace it in the code under test with an in-memory fake (an asyncio.Queue or "
             "anyio.create_memory_object_stream pair, or a stub client whose methods "
