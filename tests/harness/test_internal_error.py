@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import functools
 import threading
 import time
 
@@ -149,3 +150,34 @@ def test_the_programs_own_exception_is_its_failure() -> None:
     exploration = interlace.explore(target, max_schedules=3, seed=SEED)
     assert exploration.failure is not None
     assert isinstance(exploration.failure.exception, KeyError)
+
+
+def _recurse(depth: int) -> int:
+    return _recurse(depth + 1) + 1
+
+
+def test_running_out_of_stack_is_the_programs_failure_wherever_it_happens() -> None:
+    # The hooks at schedule points add frames, so the limit may be reached inside one of
+    # them: the program's unbounded recursion still, as on a stock interpreter.
+    def target() -> None:
+        worker = threading.Thread(target=_recurse, args=(0,))
+        worker.start()
+        worker.join()
+        _recurse(0)
+
+    exploration = interlace.explore(target, max_schedules=2, seed=SEED)
+    assert exploration.failure is not None
+    assert isinstance(exploration.failure.exception, RecursionError)
+
+
+def test_a_builtin_the_program_hands_over_raises_the_programs_failure() -> None:
+    # A C function raises with no frame of its own: the last frame is the loop's, where it
+    # runs callbacks, or the backend's, where it calls the target.
+    async def callback_target() -> None:
+        asyncio.get_running_loop().call_soon(int, "x")
+        await asyncio.sleep(0)
+
+    for target in (callback_target, functools.partial(int, "x")):
+        exploration = interlace.explore(target, max_schedules=2, seed=SEED)  # type: ignore[arg-type]
+        assert exploration.failure is not None, target
+        assert isinstance(exploration.failure.exception, ValueError), target

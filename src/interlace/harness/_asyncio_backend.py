@@ -523,6 +523,8 @@ class AsyncioBackend:
         )
 
 
+_fault.program_calls(AsyncioBackend._run, "coro = self.target()")
+
 _MSG_LOST_TASK = (
     "task {task!r} raised {error} and nothing retrieved its exception (no task awaited it, "
     "and nothing called its result() or exception()); a stock event loop logs 'Task exception "

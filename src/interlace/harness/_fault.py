@@ -26,6 +26,7 @@ where they are raised.
 
 from __future__ import annotations
 
+import inspect
 import traceback
 import types
 from collections.abc import Iterable
@@ -34,7 +35,7 @@ from typing import Any
 from interlace.errors import InterlaceError, InternalError
 from interlace.harness import _instrument
 
-__all__ = ("engine_fault", "stand_in")
+__all__ = ("engine_fault", "program_calls", "stand_in")
 
 _stand_ins: set[types.CodeType] = set()
 
@@ -56,6 +57,31 @@ def stand_in(functions: Iterable[Any]) -> None:
             _stand_ins.add(code)
 
 
+_program_calls: dict[types.CodeType, frozenset[int] | None] = {}
+"""Lines where interlace's code calls the program's own callables (a loop callback, the
+target): a C function called there (``call_soon(int, "x")``) raises with no frame of its
+own, so the line stands for it. None: every line of the code (its source was not found)."""
+
+
+def program_calls(function: Any, *fragments: str) -> None:
+    """Register the lines of ``function`` whose source holds one of ``fragments`` as calls of
+    the program's callables (see ``_program_calls``)."""
+    code = function.__code__
+    try:
+        lines, start = inspect.getsourcelines(function)
+    except (OSError, TypeError):
+        _program_calls[code] = None
+        return
+    found = frozenset(
+        start + index
+        for index, line in enumerate(lines)
+        if any(fragment in line for fragment in fragments)
+    )
+    if len(found) < len(fragments):
+        raise AssertionError(f"{function.__qualname__} has no line with one of {fragments}")
+    _program_calls[code] = found
+
+
 def _is_engine(code: types.CodeType) -> bool:
     return code.co_filename.startswith(_instrument._ENGINE)
 
@@ -63,12 +89,16 @@ def _is_engine(code: types.CodeType) -> bool:
 def _raised_in_scheduler(exc: BaseException) -> bool:
     """Whether ``exc`` was raised by interlace's own code below its last frame of the program
     (a frame of interlace's that is not a stand-in)."""
-    codes: list[types.CodeType] = []
+    frames: list[tuple[types.CodeType, int]] = []
     tb = exc.__traceback__
     while tb is not None:
-        codes.append(tb.tb_frame.f_code)
+        frames.append((tb.tb_frame.f_code, tb.tb_lineno))
         tb = tb.tb_next
-    for code in reversed(codes):  # innermost first, up to the first frame not interlace's
+    if frames and frames[-1][0] in _program_calls:
+        lines = _program_calls[frames[-1][0]]
+        if lines is None or frames[-1][1] in lines:
+            return False  # raised by the program's callable, one with no frame of its own
+    for code, _ in reversed(frames):  # innermost first, up to the first frame not ours
         if not _is_engine(code):
             return False
         if code not in _stand_ins:
@@ -78,10 +108,12 @@ def _raised_in_scheduler(exc: BaseException) -> bool:
 
 def _is_ours_on_purpose(exc: BaseException) -> bool:
     # Control flow (``_Abort`` and the like are BaseExceptions, as are KeyboardInterrupt and
-    # SystemExit), refusals, and the signals the backends catch by type.
+    # SystemExit), refusals, and the signals the backends catch by type. Running out of
+    # stack or memory is neither: it happens wherever the program has used the last of it,
+    # and the hooks at its schedule points add a few frames to its deepest recursion.
     return (
         not isinstance(exc, Exception)
-        or isinstance(exc, InterlaceError)
+        or isinstance(exc, (InterlaceError, RecursionError, MemoryError))
         or type(exc).__module__.startswith(_ENGINE_MODULES)
     )
 

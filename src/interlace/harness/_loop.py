@@ -1469,6 +1469,9 @@ for _name, _what in _UNSUPPORTED.items():
     setattr(ControlledEventLoop, _name, _unsupported(_name, _what))
 del _name, _what
 
+# Where the loop calls a callback the program gave it (``_fault``).
+_fault.program_calls(ControlledEventLoop._run_once, "handle._context.run(handle._callback")
+
 # The methods the program (and asyncio on its behalf) calls in place of the stock ones: an
 # exception they raise is the program's, as the stock method's would be (``_fault``).
 _fault.stand_in(

@@ -3061,6 +3061,9 @@ MSG_RETURNED_AWAITABLE = (
 )
 
 
+_fault.program_calls(ThreadsBackend.run, "returned = self.target()")
+
+
 def _returned_awaitable(name: str, returned: object) -> Exception:
     from interlace.errors import InvalidTargetError
 
