@@ -17,6 +17,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -978,3 +979,25 @@ def test_a_threads_step_says_where_it_ran_in_the_code_under_test() -> None:
     first, last = _bump_twice.__code__.co_firstlineno + 1, _bump_twice.__code__.co_firstlineno + 3
     ran = [record.action for record in failure.schedule if record.actor.endswith("(_bump_twice)")]
     assert f"ran tests/harness/test_threads.py:{first}-{last}" in ran, failure.report
+
+
+def test_executor_workers_are_named_the_same_in_every_run_and_exploration() -> None:
+    # Their names come from a process-wide counter of executors: a report made in a second
+    # exploration named them "ThreadPoolExecutor-1215_0".
+    seen: list[list[str]] = []
+
+    def target() -> None:
+        with ThreadPoolExecutor(2) as pool:
+            list(pool.map(abs, range(3)))
+            seen.append(
+                sorted(t.name for t in threading.enumerate() if t.name.startswith("ThreadPool"))
+            )
+
+    before = ThreadPoolExecutor(1)._thread_name_prefix  # type: ignore[attr-defined]
+    for _ in range(2):
+        exploration = interlace.explore(target, max_schedules=3, seed=SEED)
+        assert exploration.failure is None, exploration.failure.report
+    assert seen == [["ThreadPoolExecutor-0_0", "ThreadPoolExecutor-0_1"]] * 6
+    # The process's own counter goes on where it was.
+    after = ThreadPoolExecutor(1)._thread_name_prefix  # type: ignore[attr-defined]
+    assert int(after.rpartition("-")[2]) == int(before.rpartition("-")[2]) + 1

@@ -27,7 +27,6 @@ then on runs under it too, exactly as in a plain-function exploration (``_thread
 
 from __future__ import annotations
 
-import itertools
 import sys
 import threading
 from collections.abc import Callable
@@ -130,7 +129,7 @@ class MixedRun:
         self.stall_timeout = stall_timeout
         self.ctl: LoopController | None = None
         self._previous_trace: Any = None
-        self._counter: Any = None
+        self._end_names: Callable[[], None] | None = None
         self._end_hashes: Callable[[], None] | None = None
         self._profile: Any = None
         """The loop's thread's profile function before a recorded run probed it."""
@@ -146,10 +145,7 @@ class MixedRun:
         self.loop.mixed_capable = True
         _threads._local.activate = self.activate
         _threads._local.loop = self.loop  # the clocks of the time module read its clock
-        # Default thread names ("Thread-3") come from a process-wide counter: per run, so a
-        # schedule names its threads the same way every time.
-        self._counter = threading._counter  # type: ignore[attr-defined]
-        threading._counter = itertools.count(1).__next__  # type: ignore[attr-defined]
+        self._end_names = _threads.run_thread_names()
         self._end_hashes = _threads.run_ordered_hashes()
 
     def activate(self) -> None:
@@ -209,9 +205,9 @@ class MixedRun:
         """After the run, whatever happened: unwind and join every thread, restore tracing."""
         _threads._local.activate = None
         _threads._local.loop = None
-        if self._counter is not None:
-            threading._counter = self._counter  # type: ignore[attr-defined]
-            self._counter = None
+        if self._end_names is not None:
+            self._end_names()
+            self._end_names = None
         if self._end_hashes is not None:
             self._end_hashes()
             self._end_hashes = None

@@ -2091,6 +2091,21 @@ def _run_ordered_hash(self: object) -> int:
     return value
 
 
+def run_thread_names() -> Callable[[], None]:
+    """Number default thread names (``Thread-3``, ``ThreadPoolExecutor-0_1``) per run, from
+    process-wide counters, so a schedule names its threads the same way every time, in
+    every process; returns what puts the process's counters back."""
+    executors = concurrent.futures.ThreadPoolExecutor
+    saved = threading._counter, executors._counter  # type: ignore[attr-defined]
+    threading._counter = itertools.count(1).__next__  # type: ignore[attr-defined]
+    executors._counter = itertools.count().__next__  # type: ignore[attr-defined]
+
+    def end() -> None:
+        threading._counter, executors._counter = saved  # type: ignore[attr-defined]
+
+    return end
+
+
 def run_ordered_hashes() -> Callable[[], None]:
     """Start a run's hash numbering; the returned function ends it."""
     global _hashes
@@ -2970,8 +2985,7 @@ class ThreadsBackend:
         main.ident = _get_ident()
         _line_hooks(ctl, foreign=len(sys._current_frames()) > 1)
         ctl.current = main
-        counter = threading._counter  # type: ignore[attr-defined]
-        threading._counter = itertools.count(1).__next__  # type: ignore[attr-defined]
+        end_names = run_thread_names()
         end_hashes = run_ordered_hashes()
         previous_trace = sys.gettrace()
         interrupted: BaseException | None = None
@@ -3014,7 +3028,7 @@ class ThreadsBackend:
             _unwind(ctl)
             _baton = None  # the report still reads ctl.current
             _line_hooks(None, foreign=False)
-            threading._counter = counter  # type: ignore[attr-defined]
+            end_names()
             end_hashes()
             sys.settrace(previous_trace)
             _affinity.unpin(pinned)
