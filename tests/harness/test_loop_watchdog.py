@@ -210,3 +210,38 @@ def test_an_outside_job_within_the_stall_timeout_runs_to_its_end(
 ) -> None:
     exploration = interlace.explore(outside_job, max_schedules=1, stall_timeout=3)
     assert exploration.failure is None
+
+
+async def busy_then_swallows() -> None:
+    await asyncio.sleep(0)
+    for _ in range(2):
+        try:
+            count = 0
+            while count >= 0:
+                count += 1
+        except BaseException:  # what careless code does
+            continue
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("target", [busy_without_awaiting, busy_then_swallows])
+def test_an_exploration_in_another_thread_ends_a_step_that_computes_forever(
+    target: Callable[[], Any],
+) -> None:
+    # No signal reaches a thread other than the main one: before, such an exploration hung.
+    outcome: list[BaseException | None] = []
+
+    def explore() -> None:
+        try:
+            interlace.explore(target, max_schedules=2, seed=1, stall_timeout=0.5)
+        except BaseException as exc:  # what the test checks
+            outcome.append(exc)
+        else:
+            outcome.append(None)
+
+    explorer = threading.Thread(target=explore, daemon=True)
+    explorer.start()
+    explorer.join(30)
+    assert outcome, "the exploration did not end"
+    assert isinstance(outcome[0], UnsupportedOperationError), outcome
+    assert "without returning to the event loop" in str(outcome[0])

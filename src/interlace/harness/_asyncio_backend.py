@@ -10,9 +10,11 @@ import _thread
 import asyncio
 import collections
 import contextlib
+import ctypes
 import functools
 import inspect
 import sys
+import threading
 import types
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
@@ -232,11 +234,13 @@ class Watchdog:
     ``_thread`` one, which ``threading`` does not count) looks once a second (more often for a
     stall timeout under 4 s) whether the run's loop has taken a step; after ``stall_timeout``
     seconds without one, outside the loop's own waits (executor jobs, which have their
-    timeout), it sets the loop's error and interrupts the main thread's call
-    (``_interrupt.send_to_main``), again each second until the step ends. Only for
-    explorations in the main thread (signals reach no other), and only until a run puts
-    threads under control: the thread scheduler watches its threads itself, and a thread it
-    does not control would make every schedule point of theirs slower.
+    timeout), it sets the loop's error and interrupts the exploring thread, again each second
+    until the step ends: in the main thread with a signal, which also ends a call blocked in C
+    (``_interrupt.send_to_main``); in another thread, or under an application's own SIGINT
+    handler, with an exception raised at the thread's next bytecode (``_raise_in``), which
+    ends a step that computes but not one blocked in C. Only until a run puts threads under
+    control: the thread scheduler watches its threads itself, and a thread it does not
+    control would make every schedule point of theirs slower.
     """
 
     def __init__(self, stall_timeout: float = _STALL_SECONDS) -> None:
@@ -246,6 +250,8 @@ class Watchdog:
         # the timeout: a quarter of a short timeout keeps that within half of it over.
         self._poll = max(_WATCH_POLL_MIN, min(_WATCH_POLL, stall_timeout / 4))
         self._main = _thread.get_ident()
+        self._in_main = _thread.get_ident() == threading.main_thread().ident
+        self._sent = False
         self._stop = _thread.allocate_lock()
         self._stop.acquire()
         self._ended = _thread.allocate_lock()
@@ -259,6 +265,8 @@ class Watchdog:
             self._running = False
             self._stop.release()
             self._ended.acquire()
+            if self._sent and _thread.get_ident() == self._main:
+                _take_back()
 
     def _watch(self) -> None:
         _kernel.own_thread_started()  # a thread no run waits for
@@ -282,11 +290,41 @@ class Watchdog:
                     loop.error = UnsupportedOperationError(
                         _stalled_message(loop, frame, now - since, self.stall_timeout)
                     )
-                _interrupt.send_to_main(loop.error)
+                if not (self._in_main and _interrupt.send_to_main(loop.error)):
+                    self._sent = True
+                    _raise_in(self._main, _Stalled)
                 since = now - self.stall_timeout + _WATCH_POLL  # once a second from now on
         finally:
             _kernel.own_thread_ending()
             self._ended.release()
+
+
+class _Stalled(BaseException):
+    """Raised in the exploring thread when no signal can reach it (``Watchdog``): the run
+    ends with the loop's error, which the watchdog set first."""
+
+
+def _raise_in(ident: int, exception: type[BaseException]) -> None:
+    """Raise ``exception`` in the thread ``ident`` at its next bytecode boundary. A call
+    blocked in C is not interrupted: the exception comes when it returns."""
+    set_async_exc = getattr(getattr(ctypes, "pythonapi", None), "PyThreadState_SetAsyncExc", None)
+    if set_async_exc is not None:
+        set_async_exc(ctypes.c_ulong(ident), ctypes.py_object(exception))
+
+
+def _take_back() -> None:
+    """In the exploring thread, as its exploration ends: let a ``_Stalled`` sent to it and not
+    raised yet be raised here, where it is caught, rather than in the program's code later.
+
+    One is sent again first, and a loop of bytecodes runs until it comes: withdrawing one
+    instead (``PyThreadState_SetAsyncExc`` with NULL) would leave 3.11's evaluation loop
+    flagged for good, every thread of the process then stopping at every instruction."""
+    try:
+        _raise_in(_thread.get_ident(), _Stalled)
+        for _ in range(1_000_000):
+            pass
+    except _Stalled:
+        pass
 
 
 def _waits_in_loop(frame: types.FrameType | None) -> bool:

@@ -7,7 +7,6 @@ import dataclasses
 import inspect
 import math
 import random
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -202,8 +201,7 @@ def _backend(
             else:
                 threads = True
             backend = AsyncioBackend(target, settings, threads=threads, stall_timeout=stall_timeout)
-            if threading.current_thread() is threading.main_thread():
-                backend.watchdog = Watchdog(stall_timeout)
+            backend.watchdog = Watchdog(stall_timeout)
             try:
                 yield backend
             finally:
