@@ -993,11 +993,11 @@ def test_executor_workers_are_named_the_same_in_every_run_and_exploration() -> N
                 sorted(t.name for t in threading.enumerate() if t.name.startswith("ThreadPool"))
             )
 
-    before = ThreadPoolExecutor(1)._thread_name_prefix  # type: ignore[attr-defined]
+    before = str(ThreadPoolExecutor(1)._thread_name_prefix)
     for _ in range(2):
         exploration = interlace.explore(target, max_schedules=3, seed=SEED)
         assert exploration.failure is None, exploration.failure.report
     assert seen == [["ThreadPoolExecutor-0_0", "ThreadPoolExecutor-0_1"]] * 6
     # The process's own counter goes on where it was.
-    after = ThreadPoolExecutor(1)._thread_name_prefix  # type: ignore[attr-defined]
+    after = str(ThreadPoolExecutor(1)._thread_name_prefix)
     assert int(after.rpartition("-")[2]) == int(before.rpartition("-")[2]) + 1
