@@ -9,14 +9,17 @@ from __future__ import annotations
 import asyncio
 import datetime
 import functools
+import sys
 import threading
 import time
+import types
+from collections.abc import Iterator
 
 import pytest
 
 import interlace
 from interlace.errors import InterlaceError, InternalError
-from interlace.harness import _loop, _threads
+from interlace.harness import _fault, _instrument, _loop, _threads
 
 SEED = 3
 
@@ -178,6 +181,40 @@ def test_a_builtin_the_program_hands_over_raises_the_programs_failure() -> None:
         await asyncio.sleep(0)
 
     for target in (callback_target, functools.partial(int, "x")):
-        exploration = interlace.explore(target, max_schedules=2, seed=SEED)  # type: ignore[arg-type]
+        exploration = interlace.explore(target, max_schedules=2, seed=SEED)
         assert exploration.failure is not None, target
         assert isinstance(exploration.failure.exception, ValueError), target
+
+
+def _engine_frame() -> types.FrameType:
+    """A frame of interlace's own code (``_fault.stand_in``'s, as it reads its argument)."""
+    seen: list[types.FrameType] = []
+
+    def frames() -> Iterator[object]:
+        caller = sys._getframe(1)
+        seen.append(caller)
+        yield from ()
+
+    _fault.stand_in(frames())
+    assert seen[0].f_code.co_filename.startswith(_instrument._ENGINE)
+    return seen[0]
+
+
+def _raised_at(frame: types.FrameType, exc: BaseException) -> BaseException:
+    return exc.with_traceback(types.TracebackType(None, frame, frame.f_lasti, frame.f_lineno))
+
+
+def test_an_error_interlace_caught_itself_is_not_a_fault_of_the_programs_failure() -> None:
+    # The program's error raised while interlace handled one of its own, in its own frames:
+    # the program's (no frame of the program between that one's raise and its catch).
+    handled = _raised_at(_engine_frame(), KeyError("handled inside interlace"))
+    with pytest.raises(ValueError, match="the program's own") as caught:
+        raise ValueError("the program's own")
+    caught.value.__context__ = handled
+    assert _fault.engine_fault(caught.value) is None
+    # The same error after it went up through the program's frame is interlace's fault.
+    reached = _raised_at(_engine_frame(), KeyError("a fault that reached the program"))
+    here = sys._getframe()
+    reached.__traceback__ = types.TracebackType(reached.__traceback__, here, 0, here.f_lineno)
+    caught.value.__context__ = reached
+    assert isinstance(_fault.engine_fault(caught.value), InternalError)

@@ -19,6 +19,16 @@ interlace's own (``_instrument._ENGINE``) say it:
 - any other frame of interlace's (the scheduler, its hooks, a strategy): interlace's fault,
   raised as :class:`~interlace.errors.InternalError`, with the traceback that shows where.
 
+Two refinements keep the program's failures its own. A C function the program hands over (a
+loop callback, the target) raises with no frame of its own, so the lines where interlace calls
+the program's callables are registered (:func:`program_calls`) and stand for it. Running out
+of stack or memory is the program's wherever it happens: the hooks add frames to its deepest
+recursion.
+
+The exceptions a failure was raised from or during are asked too (the program may catch
+interlace's error and raise its own), but only those that went up through a frame of the
+program: one interlace raised and caught in its own frames is no fault that reached it.
+
 interlace's own control flow (``_Abort``, budget and divergence signals) and the errors it
 raises on purpose (:class:`~interlace.errors.InterlaceError`) are neither: they are handled
 where they are raised.
@@ -122,21 +132,37 @@ _ENGINE_MODULES = ("interlace.harness.", "interlace._core.")
 
 
 def engine_fault(exception: BaseException | None) -> InternalError | None:
-    """The error to raise if ``exception`` (or one it was raised from or during, or one in
-    its group) came from a fault in interlace's own code, else None."""
-    pending: list[BaseException | None] = [exception]
+    """The error to raise if ``exception`` (or one in its group, or one it was raised from or
+    during that reached the program) came from a fault in interlace's own code, else None."""
+    pending: list[tuple[BaseException | None, bool]] = [(exception, False)]
     seen: set[int] = set()
     while pending:
-        current = pending.pop()
+        current, chained = pending.pop()
         if current is None or id(current) in seen:
             continue
         seen.add(id(current))
-        if not _is_ours_on_purpose(current) and _raised_in_scheduler(current):
+        if (
+            not _is_ours_on_purpose(current)
+            and _raised_in_scheduler(current)
+            and (not chained or _reached_the_program(current))
+        ):
             return _internal(current)
         if isinstance(current, BaseExceptionGroup):
-            pending.extend(current.exceptions)
-        pending.extend((current.__cause__, current.__context__))
+            pending.extend((member, chained) for member in current.exceptions)
+        pending.extend(((current.__cause__, True), (current.__context__, True)))
     return None
+
+
+def _reached_the_program(exc: BaseException) -> bool:
+    """Whether ``exc`` went up through a frame of the program (or a library's) before it was
+    caught. An exception interlace raised and caught itself, in its own frames, may be the
+    context of one the program raises while interlace handles it: that is the program's."""
+    tb = exc.__traceback__
+    while tb is not None:
+        if not _is_engine(tb.tb_frame.f_code):
+            return True
+        tb = tb.tb_next
+    return False
 
 
 def _internal(exc: BaseException) -> InternalError:
