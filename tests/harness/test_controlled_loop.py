@@ -342,7 +342,7 @@ def test_a_refusal_the_program_handles_is_no_error() -> None:
     assert exploration.failure is None
 
 
-async def _lock_order_deadlock() -> None:
+async def _lock_order_deadlock(threads: bool = False) -> None:
     first, second = asyncio.Lock(), asyncio.Lock()
 
     async def forward() -> None:
@@ -357,6 +357,8 @@ async def _lock_order_deadlock() -> None:
             async with first:
                 pass
 
+    if threads:
+        await asyncio.to_thread(lambda: None)  # the run's threads are under control from here
     await asyncio.gather(forward(), backward())
 
 
@@ -857,45 +859,26 @@ def test_an_unclosed_loop_is_closed_without_a_resource_warning(
     assert unraisable == []
 
 
-async def _lock_order(threads: bool) -> None:
-    a, b = asyncio.Lock(), asyncio.Lock()
-
-    async def ab() -> None:
-        async with a:
-            await asyncio.sleep(0)
-            async with b:
-                pass
-
-    async def ba() -> None:
-        async with b:
-            await asyncio.sleep(0)
-            async with a:
-                pass
-
-    if threads:
-        await asyncio.to_thread(lambda: None)  # the run's threads are under control from here
-    await asyncio.gather(asyncio.create_task(ab(), name="ab"), asyncio.create_task(ba(), name="ba"))
-
-
 @pytest.mark.parametrize("threads", [False, True], ids=["tasks", "tasks-and-threads"])
 def test_a_deadlock_report_puts_the_tasks_wait_for_cycle_first(threads: bool) -> None:
     failure = interlace.explore(
-        functools.partial(_lock_order, threads), max_schedules=5, seed=1
+        functools.partial(_lock_order_deadlock, threads), max_schedules=5, seed=1
     ).failure
     assert failure is not None
     assert failure.kind == "deadlock"
     lines = failure.detail.splitlines()
     tasks = [line.strip() for line in lines if line.strip().startswith("task ")]
     # One line a task, the two of the cycle first, then the one that waits for them.
-    assert [line.split()[1] for line in tasks] == ["'ab'", "'ba'", "'main'"], lines
-    assert "held by task 'ba'" in tasks[0]
-    assert "held by task 'ab'" in tasks[1]
-    cycle = "Wait-for cycle: task 'ab' -> task 'ba' -> task 'ab'"
+    forward, backward = (line.split()[1] for line in tasks[:2])
+    assert [line.split()[1] for line in tasks[2:]] == ["'main'"], lines
+    assert f"waits on Lock second held by task {backward}" in tasks[0]
+    assert f"waits on Lock first held by task {forward}" in tasks[1]
+    cycle = f"Wait-for cycle: task {forward} -> task {backward} -> task {forward}"
     assert cycle in [line.strip() for line in lines], lines
     if threads:  # under the line of the loop's thread, indented below it
         loop_line = next(i for i, line in enumerate(lines) if "at its event loop" in line)
         assert lines[loop_line].endswith("; its tasks:"), lines
-        assert lines[loop_line + 1].startswith("      task 'ab'"), lines
+        assert lines[loop_line + 1].startswith(f"      task {forward}"), lines
         # The executor's idle worker has no frame of the code under test to show.
         assert any(
             line.endswith("(in library code) waits for a notify on Condition Semaphore._cond")
