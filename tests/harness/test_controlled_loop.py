@@ -200,6 +200,55 @@ async def correct_spin_wait() -> None:
     await task
 
 
+async def task_factories_are_honoured() -> None:
+    loop = asyncio.get_running_loop()
+    made: list[asyncio.Task[Any]] = []
+
+    def factory(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
+        task = asyncio.Task(coro, loop=loop, **kwargs)
+        made.append(task)
+        return task
+
+    loop.set_task_factory(factory)
+    try:
+        assert list(await asyncio.gather(asyncio.sleep(0, "a"), asyncio.sleep(0.1, "b"))) == [
+            "a",
+            "b",
+        ]
+        assert len(made) == 2
+    finally:
+        loop.set_task_factory(None)
+    if sys.version_info < (3, 12):
+        return
+    order: list[str] = []
+
+    async def quick(label: str) -> str:
+        order.append(label)
+        await asyncio.sleep(0)
+        order.append(f"{label} resumed")
+        return label
+
+    eager_factories = [
+        asyncio.eager_task_factory,
+        asyncio.create_eager_task_factory(asyncio.Task),
+    ]
+    for eager in eager_factories:
+        order.clear()
+        loop.set_task_factory(eager)
+        try:
+            async with asyncio.TaskGroup() as group:
+                first = group.create_task(quick("first"))
+                assert order == ["first"]  # its first step ran inside create_task
+                second = group.create_task(quick("second"))
+                assert order == ["first", "second"]
+            assert (first.result(), second.result()) == ("first", "second")
+            done = asyncio.create_task(asyncio.sleep(0, "done"))
+            assert not done.done()  # it suspended in its first step
+            assert await done == "done"
+        finally:
+            loop.set_task_factory(None)
+
+
 SCENARIOS = [
     tasks_gather_and_task_groups,
     wait_wait_for_timeout_and_shield,
@@ -210,6 +259,7 @@ SCENARIOS = [
     executor_jobs_run_as_steps,
     anyio_task_groups_streams_and_primitives,
     correct_spin_wait,
+    task_factories_are_honoured,
 ]
 
 

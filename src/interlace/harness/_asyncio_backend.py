@@ -619,7 +619,7 @@ def _lost_exceptions(loop: ControlledEventLoop) -> list[tuple[BaseException, str
             callback = _callable_name(getattr(handle, "_callback", None))
             text = _MSG_LOST_CALLBACK.format(callback=callback, error=_error_text(exc))
             found.setdefault((0, step), (exc, text))
-    for ref in loop.tasks:
+    for il_id, ref in loop.tasks:
         task = ref()
         if task is None or not task.done() or task.cancelled():
             continue
@@ -629,7 +629,7 @@ def _lost_exceptions(loop: ControlledEventLoop) -> list[tuple[BaseException, str
         if _counts(exc):
             assert exc is not None
             text = _MSG_LOST_TASK.format(task=task.get_name(), error=_error_text(exc))
-            found.setdefault((1, task._il_id), (exc, text))
+            found.setdefault((1, il_id), (exc, text))
     return [found[key] for key in sorted(found)]
 
 

@@ -108,12 +108,33 @@ class ControlledTask(asyncio.Task):  # type: ignore[type-arg]
         name: str,
         context: contextvars.Context | None,
         il_id: int,
+        **kwargs: Any,
     ) -> None:
         self._il_id = il_id  # before super().__init__: 3.12+ registers (hashes) the task there
-        super().__init__(coro, loop=loop, name=name, context=context)
+        super().__init__(coro, loop=loop, name=name, context=context, **kwargs)
 
     def __hash__(self) -> int:
         return self._il_id
+
+
+def _eager_factory_code() -> types.CodeType | None:
+    factory = getattr(asyncio, "eager_task_factory", None)  # 3.12+
+    return getattr(factory, "__code__", None)
+
+
+_EAGER_FACTORY_CODE = _eager_factory_code()
+
+
+def _builds_eager_tasks(factory: Callable[..., Any]) -> bool:
+    """Whether ``factory`` is asyncio's eager factory of plain tasks:
+    ``asyncio.eager_task_factory``, or ``asyncio.create_eager_task_factory(asyncio.Task)``.
+    The loop builds its tasks itself, as eager ``ControlledTask``s: the same tasks, with the
+    per-run hash and name every other task of the run has."""
+    if _EAGER_FACTORY_CODE is None or getattr(factory, "__code__", None) is not _EAGER_FACTORY_CODE:
+        return False
+    cells: tuple[Any, ...] = getattr(factory, "__closure__", None) or ()
+    plain = (asyncio.Task, getattr(asyncio.tasks, "_PyTask", asyncio.Task))
+    return len(cells) == 1 and cells[0].cell_contents in plain
 
 
 class ControlledFuture(asyncio.Future):  # type: ignore[type-arg]
@@ -595,8 +616,9 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         self._threads_at_start = threading.active_count()
         self.unhandled: list[tuple[int, dict[str, Any]]] = []
         """(step, context) of each call of the exception handler, in order."""
-        self.tasks: list[weakref.ref[ControlledTask]] = []
-        """Every task of the run, in creation order, held weakly (as asyncio holds them)."""
+        self.tasks: list[tuple[int, weakref.ref[asyncio.Task[Any]]]] = []
+        """Every task of the run, in creation order, with its creation number, held weakly
+        (as asyncio holds them)."""
         self.set_exception_handler(self._collect_exception)
         self.observer: Callable[[events.Handle], None] | None = None
         self._log: list[tuple[int, Any]] | None = None
@@ -651,18 +673,33 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         il_id = self._next_id()
         # Default names ("Task-57") come from a process-wide counter; a per-run one keeps
         # names, and so reports and anything keyed on names, identical across runs.
-        self._creating = True
+        if name is None:
+            name = f"Task-{il_id}"
+        # Typed loosely: typeshed's factory returns a Future, but create_task returns a task.
+        factory: Callable[..., Any] | None = self.get_task_factory()
+        eager = factory is not None and _builds_eager_tasks(factory)
+        # A lazy task's first step is queued by its constructor (FIRST); an eager one runs
+        # that step at once, inside this one, and what it queues is queued as by any step.
+        self._creating = not (eager and self.is_running())
         try:
-            task = ControlledTask(
-                coro,
-                loop=self,
-                name=name if name is not None else f"Task-{il_id}",
-                context=context,
-                il_id=il_id,
-            )
+            task: asyncio.Task[Any]
+            if factory is None or eager:
+                if eager:
+                    kwargs["eager_start"] = True
+                task = ControlledTask(
+                    coro, loop=self, name=name, context=context, il_id=il_id, **kwargs
+                )
+            else:
+                # As BaseEventLoop.create_task calls a factory. Its tasks hash by address,
+                # so a set of them may be iterated in another order in another run.
+                if context is None:
+                    task = factory(self, coro, **kwargs)
+                else:
+                    task = factory(self, coro, context=context, **kwargs)
+                task.set_name(name)
         finally:
             self._creating = False
-        self.tasks.append(weakref.ref(task))
+        self.tasks.append((il_id, weakref.ref(task)))
         return task
 
     def call_soon(  # type: ignore[override]
