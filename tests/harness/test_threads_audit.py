@@ -11,10 +11,12 @@ import _thread
 import asyncio
 import concurrent.futures
 import concurrent.futures.thread
+import contextlib
 import importlib
 import inspect
 import logging
 import os
+import queue
 import re
 import socket
 import subprocess
@@ -181,6 +183,58 @@ def test_an_acquire_timeout_on_a_held_lock_returns_false(make_lock: object) -> N
     assert interlace.explore(scenario, seed=SEED, max_schedules=5).failure is None
     assert results
     assert not any(results)
+
+
+def _acquire_through_a_bound_method(lock: Any) -> bool:
+    acquire = lock.acquire  # what pytest's rewriting makes of `assert lock.acquire(timeout=1)`
+    return bool(acquire(timeout=1))
+
+
+def _acquire_through_pytests_assert(lock: Any) -> bool:
+    assert lock.acquire(timeout=1)  # this file is rewritten by pytest: the same, for real
+    return True
+
+
+@pytest.mark.parametrize("make_lock", [threading.Lock, threading.RLock])
+@pytest.mark.parametrize(
+    "acquire", [_acquire_through_a_bound_method, _acquire_through_pytests_assert]
+)
+def test_an_acquire_through_a_bound_method_waits_for_the_holder(
+    make_lock: Callable[[], Any], acquire: Callable[[Any], bool]
+) -> None:
+    # The holder releases after 0.1 s: a stock acquire(timeout=1) always gets the lock.
+    # Read as a call of a local, it blocked for real while the holder could not run.
+    def scenario() -> None:
+        lock = make_lock()
+        held = threading.Event()
+
+        def holder() -> None:
+            with lock:
+                held.set()
+                time.sleep(0.1)
+
+        thread = threading.Thread(target=holder)
+        thread.start()
+        held.wait()
+        assert acquire(lock)
+        lock.release()
+        thread.join()
+
+    exploration = interlace.explore(scenario, seed=SEED, max_schedules=10)
+    assert exploration.failure is None, exploration.failure and exploration.failure.report
+
+
+def test_a_local_that_holds_no_lock_method_is_called_as_it_is() -> None:
+    def scenario() -> None:
+        lock = threading.Lock()
+        acquire = lock.acquire
+        assert acquire(timeout=1)
+        acquire = len  # the same local, now no lock method: called, not taken for one
+        assert acquire([1]) == 1
+        lock.release()
+
+    exploration = interlace.explore(scenario, seed=SEED, max_schedules=3)
+    assert exploration.failure is None, exploration.failure and exploration.failure.report
 
 
 def test_a_long_acquire_timeout_that_passes_is_refused_with_what_to_do() -> None:
@@ -406,8 +460,9 @@ def test_an_executor_wait_whose_timeout_passes_raises_timeout_error(
     assert exploration.schedules == 20
 
 
-def test_a_wait_that_times_out_at_once_takes_a_microsecond() -> None:
-    # As a real wait does some time: a loop that polls until a deadline ends.
+def test_a_wait_that_times_out_takes_a_microsecond_past_its_deadline() -> None:
+    # As a real wait does some time: a loop that polls until a deadline ends. A timeout of 0
+    # takes a microsecond; 1e-9 s is rounded up to one, and the wait ends a microsecond later.
     seen: list[float] = []
 
     def scenario() -> None:
@@ -418,7 +473,55 @@ def test_a_wait_that_times_out_at_once_takes_a_microsecond() -> None:
         seen.append(time.monotonic() - start)
 
     assert interlace.explore(scenario, seed=SEED, max_schedules=1).failure is None
-    assert seen == [pytest.approx(2e-6)]
+    assert seen == [pytest.approx(3e-6)]
+
+
+def _measured(wait: Callable[[], object], timeout: float) -> None:
+    start = time.monotonic()
+    wait()
+    elapsed = time.monotonic() - start
+    assert elapsed >= timeout, f"{elapsed!r} < {timeout!r}"
+
+
+def _queue_get_times_out() -> None:
+    with contextlib.suppress(queue.Empty):
+        queue.Queue().get(timeout=0.3)
+
+
+def _joins_a_waiting_thread() -> None:
+    event = threading.Event()
+    waiter = threading.Thread(target=event.wait)
+    waiter.start()
+    _measured(lambda: waiter.join(0.3), 0.3)
+    event.set()
+    waiter.join()
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        lambda: _measured(lambda: time.sleep(0.3), 0.3),
+        lambda: _measured(lambda: threading.Event().wait(0.3), 0.3),
+        lambda: _measured(lambda: threading.Semaphore(0).acquire(timeout=0.3), 0.3),
+        lambda: _measured(_queue_get_times_out, 0.3),  # waits for what is left: 0.2999...
+        _joins_a_waiting_thread,
+        lambda: _measured(lambda: time.sleep(1.1), 1.1),
+    ],
+    ids=["sleep", "event", "semaphore", "queue", "join", "sleep-1.1"],
+)
+def test_a_timed_wait_lasts_at_least_its_timeout_as_the_thread_measures_it(
+    scenario: Callable[[], None],
+) -> None:
+    # 1000.3 - 1000.0 == 0.29999999999995453: a wait that ended exactly at its deadline on
+    # the virtual clock measured less than its timeout, which no stock wait does.
+    def in_a_thread() -> None:
+        worker = threading.Thread(target=scenario)
+        worker.start()
+        worker.join()
+        scenario()
+
+    exploration = interlace.explore(in_a_thread, seed=SEED, max_schedules=5)
+    assert exploration.failure is None, exploration.failure and exploration.failure.report
 
 
 # -- the same seed, the same schedule, in every process -----------------------------------------

@@ -20,6 +20,7 @@ from __future__ import annotations
 import _weakrefset
 import contextlib
 import dis
+import itertools
 import os
 import sys
 import sysconfig
@@ -182,7 +183,8 @@ class Unknown(Exception):
 UNKNOWN = Unknown()
 
 Recipe = tuple[tuple[str, Any], ...]
-"""A side-effect-free way to recompute a value from a frame: a base load, then attributes."""
+"""A side-effect-free way to recompute a value from a frame: a base load, then attributes
+(``("attr", name)``), or a bound lock method's receiver (``("self", method)``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -417,8 +419,44 @@ def _kwnames(code: types.CodeType, instr: dis.Instruction) -> tuple[str, ...]:
     return tuple(str(name) for name in value)
 
 
-def _call_site(code: types.CodeType, instrs: list[dis.Instruction], index: int) -> CallSite | None:
-    """Read ``receiver.method(args)`` backwards from the CALL at ``index``, if it is one."""
+_STORES_FIRST = frozenset(
+    {"STORE_FAST", "STORE_DEREF", "STORE_FAST_LOAD_FAST", "STORE_FAST_STORE_FAST"}
+)
+"""Stores of a local, alone or fused with what follows (3.13), the local named first."""
+
+
+def _callee_local(instr: dis.Instruction) -> tuple[str, Any] | None:
+    """The local that ``instr`` loads last, as the callable of the call after it: a plain
+    load, or the second half of one fused with the instruction before (3.13)."""
+    if instr.opname in ("STORE_FAST_LOAD_FAST", "LOAD_FAST_LOAD_FAST"):
+        return ("local", instr.argval[1])
+    base = _base(instr)
+    return base if base is not None and base[0] == "local" else None
+
+
+def _bound_lock_methods(instrs: list[dis.Instruction]) -> dict[str, str]:
+    """Locals assigned a lock method's bound form (``acquire = lock.acquire``, as pytest's
+    assertion rewriting does for ``assert lock.acquire(timeout=1)``), with that method: each
+    local whose every such assignment names the same method."""
+    found: dict[str, set[str]] = {}
+    for load, store in itertools.pairwise(instrs):
+        if (
+            load.opname == "LOAD_ATTR"
+            and not _is_method_load(load)
+            and load.argval in LOCK_METHODS
+            and store.opname in _STORES_FIRST
+        ):
+            name = store.argval[0] if isinstance(store.argval, tuple) else store.argval
+            found.setdefault(str(name), set()).add(str(load.argval))
+    return {name: next(iter(methods)) for name, methods in found.items() if len(methods) == 1}
+
+
+def _call_site(
+    code: types.CodeType, instrs: list[dis.Instruction], index: int, bound: dict[str, str]
+) -> CallSite | None:
+    """Read ``receiver.method(args)`` backwards from the CALL at ``index``, if it is one, or
+    a call of a local in ``bound`` (``_bound_lock_methods``), whose receiver is then read
+    from the bound method itself."""
     call = instrs[index]
     argc = call.arg or 0
     kwnames: tuple[str, ...] = ()
@@ -447,6 +485,13 @@ def _call_site(code: types.CodeType, instrs: list[dis.Instruction], index: int) 
             if instrs[j].opname in ("CALL", "CALL_KW", "BEFORE_WITH") or instrs[j].starts_line:
                 return None
             j -= 1
+    if bound and args is not None:
+        callee = j - 1 if j >= 1 and instrs[j].opname == "PUSH_NULL" else j  # 3.13: after it
+        base = _callee_local(instrs[callee]) if callee >= 0 else None
+        if base is not None and base[1] in bound:
+            method = bound[base[1]]
+            receiver: Recipe = (base, ("self", method))
+            return CallSite(receiver, method, tuple(args), kwnames)
     if j < 0 or not _is_method_load(instrs[j]):
         return None
     method = str(instrs[j].argval)
@@ -462,6 +507,7 @@ def _make_plan(code: types.CodeType) -> Plan:
         instrs = list(dis.get_instructions(code))
     except Exception:  # a code object dis cannot read: lines only
         return _NO_PLAN
+    bound = _bound_lock_methods(instrs)
     inline: set[int] = set()
     withs: dict[int, Recipe] = {}
     calls: dict[int, CallSite] = {}
@@ -498,7 +544,7 @@ def _make_plan(code: types.CodeType) -> Plan:
                 if loads_only and len(chain[0]) == 1 and chain[0][0][0] == "local":
                     plain_withs[instr.offset] = run_start
         elif name in ("CALL", "CALL_KW"):
-            site = _call_site(code, instrs, index)
+            site = _call_site(code, instrs, index, bound)
             if site is not None:
                 calls[instr.offset] = site
                 line_last[line] = instr.offset
@@ -593,8 +639,15 @@ def evaluate(recipe: Recipe, frame: types.FrameType) -> Any:
             if name not in builtins:
                 raise UNKNOWN
             value = builtins[name]
-    for _, attr in recipe[1:]:
-        value = _static_attr(value, attr)
+    for kind, attr in recipe[1:]:
+        if kind == "self":
+            # A lock's bound method (``_bound_lock_methods``): its ``__self__``, which
+            # runs no code; anything else held in that local is no lock call.
+            if type(value) is not types.BuiltinMethodType or value.__name__ != attr:
+                raise UNKNOWN
+            value = value.__self__
+        else:
+            value = _static_attr(value, attr)
     return value
 
 

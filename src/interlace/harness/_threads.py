@@ -783,7 +783,11 @@ class Controller:
             except _OverBudget as exc:
                 self._fail_from(t, "hang", None, self._hang_detail(str(exc)))
             return False
-        deadline = None if timeout is None else self.now + max(1, round(timeout * 1e6))
+        # A microsecond past the deadline, never at it (as above): a thread that measures
+        # its wait (``time.monotonic() - start >= timeout``) sees at least the timeout, as
+        # on a stock interpreter, and not 0.29999999999995453 s for 0.3; nor does a wait for
+        # what float arithmetic left of a timeout (``queue.Queue.get``) fall short of it.
+        deadline = None if timeout is None else self.now + math.ceil(timeout * 1e6) + 1
         t.status = _BLOCKED
         t.predicate = predicate
         t.waiting = waiting
