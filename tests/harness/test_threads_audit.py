@@ -227,7 +227,7 @@ def test_an_acquire_through_a_bound_method_waits_for_the_holder(
 def test_a_local_that_holds_no_lock_method_is_called_as_it_is() -> None:
     def scenario() -> None:
         lock = threading.Lock()
-        acquire = lock.acquire
+        acquire: Callable[..., Any] = lock.acquire
         assert acquire(timeout=1)
         acquire = len  # the same local, now no lock method: called, not taken for one
         assert acquire([1]) == 1
@@ -245,6 +245,55 @@ def test_a_long_acquire_timeout_that_passes_is_refused_with_what_to_do() -> None
 
     with pytest.raises(interlace.errors.UnsupportedOperationError, match="cut short"):
         interlace.explore(scenario, seed=SEED, max_schedules=5)
+
+
+# -- the C SimpleQueue, bound before the exploration -------------------------------------------
+
+CSimpleQueue = queue.SimpleQueue  # as aiosqlite's `from queue import SimpleQueue`, at import
+
+
+def _c_simple_queue_worker() -> None:
+    jobs: queue.SimpleQueue[int | None] = CSimpleQueue()
+    results: queue.SimpleQueue[int] = CSimpleQueue()
+
+    def worker() -> None:
+        while (item := jobs.get()) is not None:
+            results.put(item * 2)
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    for item in (1, 2, 3):
+        jobs.put(item)
+    assert [results.get(timeout=1) for _ in range(3)] == [2, 4, 6]
+    with pytest.raises(queue.Empty):
+        results.get(timeout=0.5)
+    jobs.put(None)
+    thread.join()
+
+
+def test_a_c_simple_queue_made_from_a_name_bound_at_import_is_waited_on_under_control() -> None:
+    assert CSimpleQueue is not queue._PySimpleQueue  # type: ignore[attr-defined]
+    _c_simple_queue_worker()  # and on a stock interpreter
+    exploration = interlace.explore(_c_simple_queue_worker, seed=SEED, max_schedules=30)
+    assert exploration.failure is None, exploration.failure and exploration.failure.report
+    assert exploration.schedules == 30
+
+
+def test_a_wait_on_an_empty_c_simple_queue_nobody_fills_is_a_deadlock() -> None:
+    def scenario() -> None:
+        items: queue.SimpleQueue[int] = CSimpleQueue()
+
+        def consume() -> None:
+            items.get()
+
+        thread = threading.Thread(target=consume)
+        thread.start()
+        thread.join()
+
+    failure = interlace.explore(scenario, seed=SEED, max_schedules=5).failure
+    assert failure is not None
+    assert failure.kind == "deadlock"
+    assert "an item in SimpleQueue items" in failure.report
 
 
 # -- daemon threads once the target returned ----------------------------------------------------

@@ -490,8 +490,8 @@ def _call_site(
         base = _callee_local(instrs[callee]) if callee >= 0 else None
         if base is not None and base[1] in bound:
             method = bound[base[1]]
-            receiver: Recipe = (base, ("self", method))
-            return CallSite(receiver, method, tuple(args), kwnames)
+            through: Recipe = (base, ("self", method))
+            return CallSite(through, method, tuple(args), kwnames)
     if j < 0 or not _is_method_load(instrs[j]):
         return None
     method = str(instrs[j].argval)
@@ -618,6 +618,7 @@ def _static_attr(obj: Any, name: str) -> Any:
 def evaluate(recipe: Recipe, frame: types.FrameType) -> Any:
     """Recompute a recipe's value in ``frame`` without side effects, or raise ``Unknown``."""
     kind, name = recipe[0]
+    value: Any
     if kind == "type":
         if frame.f_globals.get("type", type) is not type:
             raise UNKNOWN  # a module's own ``type``: calling it may run code

@@ -1342,6 +1342,8 @@ def _describe_wait(waiting: tuple[str, Any]) -> str:
         return f"fcntl.flock on file descriptor {obj}"
     if kind == "io":
         return "a wake-up of its event loop (from another thread or a timer)"
+    if kind == "simple queue":
+        return f"an item in SimpleQueue {_name(obj)}"
     return str(obj)
 
 
@@ -1445,6 +1447,39 @@ _C_SIMPLE_QUEUE: type | None = (
     queue.SimpleQueue if queue.SimpleQueue is not _PY_SIMPLE_QUEUE else None
 )
 """The C ``queue.SimpleQueue``: its ``get`` blocks in C, where no schedule point can be."""
+
+
+def _c_simple_queue_patches() -> list[tuple[Any, str, Any]]:
+    """The C ``SimpleQueue``'s ``get``, replaced in the type itself (``_clock.TypeDict``).
+
+    ``queue.SimpleQueue`` is the pure-Python twin during an exploration, but a module that
+    did ``from queue import SimpleQueue`` at import (aiosqlite does) holds the C type, whose
+    ``get`` waits in C: the thread that waits on it stalled the run. The replacement waits
+    for an item the controlled way (a point, then parked until the queue has one, with a
+    virtual timeout) and then takes it without blocking.
+    """
+    cls = _C_SIMPLE_QUEUE
+    if cls is None or not _clock.REACHABLE or _clock._own_dict(cls) is None:
+        return []
+    real_get = cls.__dict__["get"]
+
+    def get(self: Any, block: bool = True, timeout: float | None = None) -> Any:
+        found = _controlled()
+        if found is None or not block:
+            return real_get(self, block, timeout)
+        if timeout is not None and timeout < 0:
+            raise ValueError("'timeout' must be a non-negative number")
+        t, ctl = found
+        while True:
+            if not self.empty():
+                return real_get(self, False)
+            if not ctl.block(t, lambda: not self.empty(), ("simple queue", self), timeout):
+                raise queue.Empty
+
+    get.__qualname__ = "SimpleQueue.get"
+    get.__doc__ = real_get.__doc__
+    return [(_clock.TypeDict(cls), "get", get)]
+
 
 MSG_EXECUTOR_BEFORE = (
     "{thread} is a worker of a ThreadPoolExecutor created before the exploration (at import "
@@ -2187,6 +2222,7 @@ _PATCHES: list[tuple[Any, str, Any]] = [
     # The C SimpleQueue blocks in C; its pure-Python twin waits on a (controlled) Semaphore.
     # Executors (asyncio.to_thread's among them) create theirs through this name.
     (queue, "SimpleQueue", queue._PySimpleQueue),  # type: ignore[attr-defined]
+    *_c_simple_queue_patches(),
     *(((fcntl, "flock", _flock),) if fcntl is not None else ()),
     # A run's threads share one CPU (see ``_affinity``); the code under test sees the mask
     # it had.
