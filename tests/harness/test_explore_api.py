@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import queue
+import random
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -342,3 +343,51 @@ def test_a_report_folds_the_steps_that_run_only_library_code() -> None:
     assert len(failure.schedule) > len(shown.splitlines())
     assert any(record.library == ("asyncio",) for record in failure.schedule)
     assert all(record.library is None for record in failure.schedule if "bump" in record.action)
+
+
+async def _jittered_lost_update() -> None:
+    # The race shows only when the first worker's jittered backoff is the shorter one.
+    counter = {"n": 0}
+
+    async def worker() -> None:
+        await asyncio.sleep(random.uniform(0, 0.02))  # a retry's jitter
+        seen = counter["n"]
+        await asyncio.sleep(0.001)
+        counter["n"] = seen + 1
+
+    await asyncio.gather(worker(), worker())
+    assert counter["n"] == 2
+
+
+def _jittered_threads() -> None:
+    picks: list[float] = []
+    threads = [threading.Thread(target=lambda: picks.append(random.random())) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert max(picks) < 0.5, picks
+
+
+@pytest.mark.parametrize("target", [_jittered_lost_update, _jittered_threads])
+def test_a_program_that_draws_from_random_replays_exactly(target: Callable[[], Any]) -> None:
+    tokens = set()
+    for _ in range(3):
+        random.seed()  # whatever state the caller left: each run starts from the same one
+        failure = interlace.explore(target, max_schedules=50, seed=3).failure
+        assert failure is not None
+        tokens.add(failure.token)
+        for _ in range(5):
+            random.seed()
+            again = interlace.replay(target, failure.token)
+            assert again is not None
+            assert str(again.exception) == str(failure.exception)
+    assert len(tokens) == 1
+
+
+def test_an_exploration_puts_back_the_callers_random_state() -> None:
+    random.seed(1234)
+    expected = random.random()
+    random.seed(1234)
+    interlace.explore(_jittered_lost_update, max_schedules=5, seed=3)
+    assert random.random() == expected

@@ -389,6 +389,7 @@ class AsyncioBackend:
         that only explore go without.
         """
         _interrupt.check()
+        _threads.seed_run_random()
         with ownership() if record else contextlib.nullcontext():
             return self._run(chooser, record=record)
 

@@ -33,6 +33,7 @@ import logging
 import math
 import os
 import queue
+import random
 import re
 import selectors
 import sys
@@ -2998,6 +2999,21 @@ def _patch_user_globals() -> list[tuple[Any, str, Any]]:
 # -- the backend ----------------------------------------------------------------------------------
 
 
+RANDOM_SEED = 0
+"""What ``random`` is seeded with at the start of every run (``seed_run_random``)."""
+
+
+def seed_run_random() -> None:
+    """Start the run's draws from the ``random`` module where every run starts them.
+
+    A program that draws from it (a retry's jittered backoff, a random pick of a worker)
+    makes the same draws in a replay as in the run it replays, so the replay is exact, as
+    Hypothesis seeds ``random`` for each example. The exploration restores the state the
+    caller had (``api._session``).
+    """
+    random.seed(RANDOM_SEED)
+
+
 class ThreadsBackend:
     """Runs a zero-argument function once per schedule with its threads under control."""
 
@@ -3017,6 +3033,7 @@ class ThreadsBackend:
         from interlace.harness._asyncio_backend import is_passthrough, refusal
 
         _interrupt.check()
+        seed_run_random()
         ctl = Controller(chooser, self.settings, record, stall_timeout=self.stall_timeout)
         ctl.target = str(getattr(self.target, "__qualname__", None) or repr(self.target))
         if chooser.wants_where:

@@ -177,9 +177,16 @@ def _session(
     *,
     stall_timeout: float = DEFAULT_STALL_TIMEOUT,
 ) -> Iterator[Backend]:
-    """The backend for ``settings.backend``, with what it needs installed while it runs."""
-    with _interrupt.kept(), _backend(target, settings, instrument, stall_timeout) as backend:
-        yield backend
+    """The backend for ``settings.backend``, with what it needs installed while it runs.
+
+    Every run seeds ``random`` (``seed_run_random``); the caller's state is put back after.
+    """
+    state = random.getstate()
+    try:
+        with _interrupt.kept(), _backend(target, settings, instrument, stall_timeout) as backend:
+            yield backend
+    finally:
+        random.setstate(state)
 
 
 @contextlib.contextmanager
