@@ -341,3 +341,48 @@ def test_an_unreadable_directory_is_an_io_error(
     assert [(e.filename, e.message, e.kind) for e in result.errors] == [
         ("locked", "cannot read directory: Permission denied", "io")
     ]
+
+
+def _symlink_loop_and_friends(root: Path) -> None:
+    tree(root, {"ok.py": PRIMITIVE})
+    (root / "l1.py").symlink_to("l2.py")
+    (root / "l2.py").symlink_to("l1.py")
+    (root / "dangling.py").symlink_to("gone.py")
+    os.mkfifo(root / "pipe.py")  # reading it would wait for a writer, for good
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs os.mkfifo (POSIX)")
+def test_links_that_lead_nowhere_are_io_errors_and_a_pipe_is_passed_over_in_a_walk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    _symlink_loop_and_friends(tmp_path)
+    result = lint_paths(["."], config=config_for(tmp_path), use_cache=False)
+    assert [f.filename for f in result.findings] == ["ok.py"]
+    assert [(e.filename, e.kind) for e in result.errors] == [
+        ("dangling.py", "io"),
+        ("l1.py", "io"),
+        ("l2.py", "io"),
+    ]
+    dangling, loop, _ = (e.message for e in result.errors)
+    assert dangling == (
+        "a broken symbolic link: its target 'gone.py' does not exist; fix the link, or remove it"
+    )
+    assert loop == (
+        "a loop of symbolic links (it links to 'l2.py', which leads back to it): point it at "
+        "a file, or remove it"
+    )
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs os.mkfifo (POSIX)")
+def test_a_named_pipe_or_link_loop_is_an_io_error_and_the_rest_is_linted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    _symlink_loop_and_friends(tmp_path)
+    result = lint_paths(["pipe.py", "l1.py", "ok.py"], config=config_for(tmp_path), use_cache=False)
+    assert [f.filename for f in result.findings] == ["ok.py"]
+    assert [(e.filename, e.message.split(" (")[0]) for e in result.errors] == [
+        ("pipe.py", "not a regular file"),
+        ("l1.py", "a loop of symbolic links"),
+    ]

@@ -21,6 +21,7 @@ from lint_project import put
 
 from interlace.linters import FileError, Finding, RelatedLocation, lint_source
 from interlace.linters._output import (
+    FORMATS,
     escape_azure,
     format_azure,
     format_grouped,
@@ -525,3 +526,24 @@ def test_rdjson_of_a_file_that_cannot_be_read_is_at_1_1_with_no_suggestion(
             "message": "no such file or directory",
         }
     ]
+
+
+@pytest.mark.skipif(
+    os.fsencode("\udcff") != b"\xff", reason="needs a file system encoding that escapes bytes"
+)
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_file_name_that_is_not_utf8_is_written_in_every_format(
+    project: Path, capsysbinary: pytest.CaptureFixture[bytes], fmt: str
+) -> None:
+    name = os.fsdecode(b"agent\xff.py")  # a byte no UTF-8 name has: a lone surrogate here
+    (project / name).write_text(PRIMITIVE, encoding="utf-8")
+    assert lint_main(["--no-cache", "--format", fmt]) == 1  # captured by a strict stream
+    out = capsysbinary.readouterr().out
+    if fmt == "sarif":
+        (result,) = json.loads(out)["runs"][0]["results"]
+        location = result["locations"][0]["physicalLocation"]["artifactLocation"]
+        assert location["uri"] == "agent%FF.py"  # the bytes on disk, percent-encoded
+    elif fmt in ("text", "full", "concise", "pylint", "grouped", "github"):
+        assert b"agent\xff.py" in out  # as the name is on disk
+    assert lint_main(["--no-cache", "--format", fmt, "-o", "out"]) == 1
+    assert (project / "out").read_bytes() == out

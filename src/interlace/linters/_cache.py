@@ -46,7 +46,7 @@ def _code_fingerprint() -> str:
         with contextlib.suppress(OSError):
             stat = path.stat()
             parts.append(f"{path.name}:{stat.st_size}:{stat.st_mtime_ns}")
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+    return hashlib.sha256("\n".join(parts).encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
 def _encode(result: FileResult) -> dict[str, Any]:
@@ -241,7 +241,7 @@ class ResultCache:
         from interlace import __version__
 
         key = f"{settings}|{_code_fingerprint()}|{_runtime()}"
-        digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+        digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:16]
         self.directory = root / CACHE_DIR
         self.path = self.directory / f"{__version__}-{digest}.json"
         self._entries: dict[str, dict[str, Any]] = {}

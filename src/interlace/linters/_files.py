@@ -15,8 +15,10 @@ that configuration's root, and a named path against those of its own.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,7 +50,7 @@ _DIR_MARK = "ps_d"
 def repository_root(start: Path) -> Path | None:
     """Return the root of the git work tree holding ``start`` (a ``.git`` directory or file),
     or ``None`` outside one. Found by walking up the directories; git itself is not run."""
-    here = start.resolve()
+    here = _resolved(start)
     for directory in (here, *here.parents):
         if (directory / ".git").exists():
             return directory
@@ -210,9 +212,9 @@ class FileSet:
     Attributes:
         files: each file once, spelled as first reached (named or walked).
         missing: the arguments, as given, that are neither a file nor a directory.
-        unreadable: (absolute directory path, what went wrong) for each directory the walk
-            could not list, e.g. ``("/repo/locked", "cannot read directory: Permission
-            denied")``.
+        unreadable: (absolute path, what went wrong) for each directory the walk could
+            not list, e.g. ``("/repo/locked", "cannot read directory: Permission denied")``,
+            and each source file that is a symbolic link which leads nowhere (``_unlintable``).
     """
 
     files: list[Path] = field(default_factory=list)
@@ -288,7 +290,7 @@ def excluded_file(
             down apply).
         respect_gitignore: also skip what git ignores.
     """
-    top = path.absolute().resolve()
+    top = _resolved(path.absolute())
     gitignores = _GitIgnores(root.resolve()) if respect_gitignore else None
     base = gitignores.base(top) if gitignores is not None else None
     return _skipped(top, base, exclusion, gitignores, is_dir=False)
@@ -296,6 +298,47 @@ def excluded_file(
 
 def _everywhere(exclusion: Exclusion) -> Callable[[Path], Exclusion]:
     return lambda directory: exclusion
+
+
+def _unlintable(path: Path) -> tuple[str, bool] | None:
+    """Why ``path``, a file the walk or the command line reached, cannot be linted, and
+    whether to say so; None for a regular file (or a link to one).
+
+    A link that leads nowhere, or to itself, is said (ruff reports E902 for both): the file
+    the user means is not there. A pipe, socket or device is said when it was named, and
+    passed over in a walk: reading one would wait for a writer, or never end.
+    """
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        if not path.is_symlink():
+            return f"cannot read file: {exc.strerror or exc}", True
+        try:
+            target = os.readlink(path)
+        except OSError:
+            target = "?"
+        if exc.errno == errno.ELOOP:
+            return (
+                f"a loop of symbolic links (it links to {target!r}, which leads back to it): "
+                "point it at a file, or remove it",
+                True,
+            )
+        return (
+            f"a broken symbolic link: its target {target!r} does not exist; fix the link, or "
+            "remove it",
+            True,
+        )
+    if stat.S_ISREG(mode):
+        return None
+    return "not a regular file (a pipe, a socket or a device): name a source file", False
+
+
+def _resolved(path: Path) -> Path:
+    """``path.resolve()``, or ``path`` itself where links loop (nothing to resolve to)."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # RuntimeError: a loop, before 3.13
+        return path
 
 
 def collect_files(
@@ -355,14 +398,18 @@ def collect_files(
 
     for raw in paths or [root]:
         path = Path(raw).absolute()
-        top = path.resolve()
+        top = _resolved(path)
         if path.is_file():
             own = exclusion_for(path.parent)
             if not (force_exclude and skipped(top, base_of(top), own, is_dir=False)):
                 add(path, top)
             continue
         if not path.is_dir():
-            result.missing.append(os.fspath(raw))
+            problem = _unlintable(path) if os.path.lexists(path) else None
+            if problem is None:
+                result.missing.append(os.fspath(raw))
+            else:
+                result.unreadable.append((os.fspath(path), problem[0]))
             continue
         base = base_of(top)
         named_skipped = skipped(top, base, exclusion_for(path), is_dir=True)
@@ -370,7 +417,7 @@ def collect_files(
             continue
         for directory, dirnames, filenames in os.walk(path, onerror=unreadable):
             here = Path(directory)
-            resolved = here.resolve()
+            resolved = _resolved(here)
             exclusion = exclusion_for(here)
             dirnames[:] = sorted(
                 d
@@ -382,6 +429,11 @@ def collect_files(
                     continue
                 file = resolved / name
                 if skipped(file, base, exclusion, is_dir=False, itself=named_skipped):
+                    continue
+                problem = _unlintable(file)
+                if problem is not None:
+                    if problem[1]:
+                        result.unreadable.append((os.fspath(here / name), problem[0]))
                     continue
                 add(here / name, file.resolve() if file.is_symlink() else file)
     return result

@@ -501,7 +501,8 @@ def _relative_uri(filename: str, base: Path) -> str:
     except ValueError:
         return path.as_uri()
     # Encoded segment by segment: a raw " ", "%" or "#" is not a URI ("#1.py" a fragment).
-    return quote(relative.as_posix())
+    # The path's bytes: a file name that is not UTF-8 is percent-encoded as it is on disk.
+    return quote(os.fsencode(relative.as_posix()))
 
 
 def _physical(uri: str, row: int, column: int, end_row: int, end_column: int) -> dict[str, Any]:
@@ -531,7 +532,10 @@ def _fingerprints(findings: Sequence[Finding], uris: Sequence[str]) -> list[str]
     for f, uri in zip(findings, uris, strict=True):
         # The decoded path, so that percent-encoding it did not move existing alerts.
         digest = hashlib.sha256(
-            "\0".join((f.code, unquote(uri), " ".join(f.source_line.split()))).encode()
+            "\0".join((f.code, unquote(uri), " ".join(f.source_line.split()))).encode(
+                "utf-8",
+                "surrogateescape",  # a file name that is not UTF-8
+            )
         ).hexdigest()[:32]
         seen[digest] += 1
         prints.append(f"{digest}:{seen[digest]}")
@@ -770,7 +774,9 @@ def format_gitlab(findings: Sequence[Finding], errors: Sequence[FileError] = ())
         entry = _error_entry(e)
         description = f"{name}: {_in_cell(entry, e.message)}"
         issue = _gitlab_issue(name, description, "critical", path, _file_span(entry))
-        digest = hashlib.sha256("\0".join((name, path, e.message)).encode()).hexdigest()[:32]
+        digest = hashlib.sha256(
+            "\0".join((name, path, e.message)).encode("utf-8", "surrogateescape")
+        ).hexdigest()[:32]
         issue["fingerprint"] = digest
         issues.append(issue)
     return json.dumps(issues, indent=2) + "\n"

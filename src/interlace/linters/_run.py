@@ -263,7 +263,7 @@ def _file_codes(plan: _Plan, path: Path | None) -> tuple[str, ...]:
         return plan.codes
     try:
         relative = path.resolve().relative_to(plan.root).as_posix()
-    except ValueError:
+    except (ValueError, OSError, RuntimeError):  # outside the root; or links that loop
         relative = path.name
     ignored = tuple(c for match, cs in plan.per_file if match(relative) for c in cs)
     return tuple(c for c in plan.codes if not c.startswith(ignored))

@@ -624,7 +624,13 @@ class _Output:
 
     def write(self, text: str) -> None:
         if self._path is None:
-            self._stream.write(text)
+            try:
+                self._stream.write(text)
+            except UnicodeEncodeError:
+                # A file name that is not UTF-8 (a lone surrogate here), on a stream that
+                # refuses one: its bytes as they are on disk, as ruff prints them.
+                encoding = getattr(self._stream, "encoding", None) or "utf-8"
+                _write_source(text.encode(encoding, errors="surrogateescape"), self._stream)
         elif self._parts is None:
             self._parts = [text]
         else:
