@@ -145,6 +145,19 @@ def test_exclude_from_config_and_force_exclude(
     assert lint_main(["--no-cache", "--force-exclude", "gen/a.py"]) == 0
 
 
+@pytest.mark.parametrize(("flags", "code"), [([], 0), (["--no-force-exclude"], 1)])
+def test_force_exclude_in_the_configuration_applies_to_named_files_unless_the_flag_says_no(
+    project: Path, flags: list[str], code: int
+) -> None:
+    put(
+        project,
+        "pyproject.toml",
+        '[tool.interlace.lint]\nextend-exclude = ["gen/**"]\nforce-exclude = true\n',
+    )
+    put(project, "gen/a.py", PRIMITIVE)
+    assert lint_main(["--no-cache", *flags, "gen/a.py"]) == code
+
+
 OPT_IN_SOURCES = {
     "IL001": "x = 1  # noqa: IL999\n",
     "IL102": (

@@ -393,6 +393,7 @@ def test_show_settings_shows_the_closest_configuration_of_the_first_file(
     assert out == (
         f'Resolved settings for: "{project / "pkg" / "a.py"}"\n'
         f'Settings path: "{project / "pkg" / "pyproject.toml"}"\n'
+        f'Project root: "{project / "pkg"}"\n'
         "\n"
         "# Rules enabled for this file: select, extend-select and ignore, then "
         "per-file-ignores\n"
@@ -402,11 +403,10 @@ def test_show_settings_shows_the_closest_configuration_of_the_first_file(
         "]\n"
         "\n"
         "# [tool.interlace.lint] of the settings file, with the command line's flags applied\n"
-        f'root = "{project / "pkg"}"\n'
         'select = [\n    "IL101",\n    "IL301",\n    "IL303",\n]\n'
         "extend-select = []\n"
         "ignore = []\n"
-        'per-file-ignores = {\n    "a.py" = ["IL303"],\n}\n'
+        'per-file-ignores = { "a.py" = ["IL303"] }\n'
         f"exclude = [\n{_exclude_block(('gen',))}]\n"
         'target-version = "py39"\n'
         "shared-classes = []\n"
@@ -416,6 +416,26 @@ def test_show_settings_shows_the_closest_configuration_of_the_first_file(
         "respect-gitignore = true\n"
         "force-exclude = false\n"
     )
+
+
+def test_show_settings_prints_under_the_table_only_keys_the_table_accepts(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    put(
+        project,
+        "pyproject.toml",
+        "[tool.interlace.lint]\n"
+        'per-file-ignores = { "a.py" = ["IL303"] }\n'
+        'task-shared-classes = ["Agent"]\n'
+        "force-exclude = true\n",
+    )
+    put(project, "a.py", "x = 1\n")
+    assert lint_main(["--show-settings"]) == 0
+    printed = output(capsys)[0]
+    table = printed.split("flags applied\n", 1)[1]
+    put(project, "pyproject.toml", "[tool.interlace.lint]\n" + table)
+    assert lint_main(["--show-settings"]) == 0
+    assert output(capsys) == (printed, "")
 
 
 def test_show_settings_without_a_configuration_says_defaults(

@@ -41,7 +41,8 @@ def test_load_config_reads_every_key(tmp_path: Path) -> None:
         'task-shared-classes = ["Agent", "*Storage"]\n'
         'sharing = "declared"\n'
         'instance-primitives = "all"\n'
-        "respect-gitignore = false\n",
+        "respect-gitignore = false\n"
+        "force-exclude = true\n",
     )
     config = load_config(path)
     assert config == LintConfig(
@@ -58,6 +59,7 @@ def test_load_config_reads_every_key(tmp_path: Path) -> None:
         sharing="declared",
         instance_primitives="all",
         respect_gitignore=False,
+        force_exclude=True,
     )
 
 
@@ -105,7 +107,7 @@ def test_find_config_walks_up_to_the_first_pyproject_with_the_table(tmp_path: Pa
             "unknown key 'selct' in {path} [tool.interlace.lint]; valid keys are: select, "
             "extend-select, ignore, per-file-ignores, exclude, extend-exclude, target-version, "
             "shared-classes, task-shared-classes, sharing, instance-primitives, "
-            "respect-gitignore",
+            "respect-gitignore, force-exclude",
         ),
         (
             'target-version = "3.11"',
@@ -159,6 +161,11 @@ def test_find_config_walks_up_to_the_first_pyproject_with_the_table(tmp_path: Pa
             'respect-gitignore = "yes"',
             "invalid value for 'respect-gitignore' in {path} [tool.interlace.lint]: 'yes'; "
             "expected true or false, e.g. respect-gitignore = false",
+        ),
+        (
+            "force-exclude = 1",
+            "invalid value for 'force-exclude' in {path} [tool.interlace.lint]: 1; expected "
+            "true or false, e.g. force-exclude = true",
         ),
         (
             'exclude = ["build\\\\"]',

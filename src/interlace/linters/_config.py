@@ -2,7 +2,7 @@
 
 Keys (kebab-case, as in ruff): ``select``, ``extend-select``, ``ignore``, ``per-file-ignores``,
 ``exclude``, ``extend-exclude``, ``target-version``, ``shared-classes``, ``task-shared-classes``,
-``sharing``, ``instance-primitives``, ``respect-gitignore``.
+``sharing``, ``instance-primitives``, ``respect-gitignore``, ``force-exclude``.
 Every bad value raises :class:`~interlace.errors.ConfigError` naming the key, the value, the file
 and what to write instead; so does anything else under ``[tool.interlace]``, which holds only the
 ``lint`` table.
@@ -85,6 +85,7 @@ _KEYS = (
     "sharing",
     "instance-primitives",
     "respect-gitignore",
+    "force-exclude",
 )
 INSTANCE_PRIMITIVES = ("evidence", "all")
 """Values of ``instance-primitives`` (IL201 on Python 3.10+): report an asyncio primitive
@@ -115,6 +116,8 @@ class LintConfig:
         sharing: ``"inferred"`` or ``"declared"``, see :data:`~interlace.linters._sharing.SHARING`.
         instance_primitives: ``"evidence"`` or ``"all"``, see :data:`INSTANCE_PRIMITIVES`.
         respect_gitignore: skip files ignored by ``.gitignore`` files.
+        force_exclude: apply ``exclude`` and ``.gitignore`` to files named on the command line
+            (and to ``--stdin-filename``) too.
     """
 
     root: Path = field(default_factory=Path.cwd)
@@ -130,26 +133,31 @@ class LintConfig:
     sharing: str = "inferred"
     instance_primitives: str = "evidence"
     respect_gitignore: bool = True
+    force_exclude: bool = False
 
     def with_overrides(self, **changes: object) -> LintConfig:
         """Return a copy with the given fields replaced (command-line flags win over files)."""
         return replace(self, **changes)  # type: ignore[arg-type]
 
     def describe(self) -> str:
-        """Return every setting but ``source`` as ``key = value`` lines (``--show-settings``),
-        in a stable form: the keys of ``[tool.interlace.lint]`` (``exclude`` holds
-        ``extend-exclude`` too), TOML values, sets sorted, one item per line."""
+        """Return every setting as ``key = value`` lines (``--show-settings``), in a stable
+        form: the keys of ``[tool.interlace.lint]`` (``exclude`` holds ``extend-exclude`` too),
+        TOML values, sets sorted, one list item per line.
+
+        ``root`` and ``source`` are left out: they say where the settings came from, and are
+        no keys of the table, so the lines can be pasted into ``[tool.interlace.lint]``.
+        """
         lines = []
         for item in fields(self):
             value = getattr(self, item.name)
-            if item.name == "source":
+            if item.name in ("root", "source"):
                 continue
             if item.name == "target_version":
                 text = json.dumps(f"py{value[0]}{value[1]}")
             elif item.name == "per_file_ignores":
-                text = _block(
-                    "{", [f"{json.dumps(glob)} = {_inline(codes)}" for glob, codes in value], "}"
-                )
+                # On one line: TOML 1.0 (tomllib) refuses an inline table over several.
+                pairs = ", ".join(f"{json.dumps(glob)} = {_inline(codes)}" for glob, codes in value)
+                text = "{ " + pairs + " }" if pairs else "{}"
             elif isinstance(value, (tuple, frozenset)):
                 text = _block(
                     "[",
@@ -541,14 +549,15 @@ def load_config(path: Path | None, *, root: Path | None = None) -> LintConfig:
                 'instance-primitives = "all"'
             )
         changes["instance_primitives"] = value
-    if "respect-gitignore" in table:
-        value = table["respect-gitignore"]
-        if not isinstance(value, bool):
-            raise ConfigError(
-                f"invalid value for 'respect-gitignore' {where}: {value!r}; expected true or "
-                "false, e.g. respect-gitignore = false"
-            )
-        changes["respect_gitignore"] = value
+    for key in ("respect-gitignore", "force-exclude"):
+        if key in table:
+            value = table[key]
+            if not isinstance(value, bool):
+                raise ConfigError(
+                    f"invalid value for {key!r} {where}: {value!r}; expected true or false, "
+                    f"e.g. {key} = {'false' if key == 'respect-gitignore' else 'true'}"
+                )
+            changes[key.replace("-", "_")] = value
     return config.with_overrides(**changes)
 
 

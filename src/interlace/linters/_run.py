@@ -412,18 +412,19 @@ def _configs(
 
 
 def _collect(
-    paths: Sequence[str | os.PathLike[str]], plans: _Plans, *, force_exclude: bool
+    paths: Sequence[str | os.PathLike[str]], plans: _Plans, *, force_exclude: bool | None
 ) -> tuple[FileSet, list[FileError]]:
     """The files a run covers, and an error for each path that does not exist and each
     directory that could not be listed."""
     base = plans.configs.base
     cwd = Path.cwd()
-    # respect-gitignore decides the walk, so as in ruff it is read from the base configuration.
+    # respect-gitignore and force-exclude decide the walk, so as in ruff they are read from the
+    # base configuration.
     fileset = collect_files(
         paths,
         root=base.root,
         respect_gitignore=base.respect_gitignore,
-        force_exclude=force_exclude,
+        force_exclude=base.force_exclude if force_exclude is None else force_exclude,
         exclusion_for=plans.exclusion,
     )
     errors = [
@@ -482,7 +483,7 @@ def collect_paths(
     *,
     config: LintConfig | None = None,
     overrides: Callable[[LintConfig], LintConfig] | None = None,
-    force_exclude: bool = False,
+    force_exclude: bool | None = None,
 ) -> FileSelection:
     """Find the files :func:`lint_paths` would lint with the same arguments, without linting
     them.
@@ -503,7 +504,7 @@ def lint_paths(
     overrides: Callable[[LintConfig], LintConfig] | None = None,
     jobs: int | None = None,
     use_cache: bool = True,
-    force_exclude: bool = False,
+    force_exclude: bool | None = None,
     fix: bool = False,
     diff: bool = False,
 ) -> LintResult:
@@ -520,7 +521,8 @@ def lint_paths(
         jobs: worker processes (``None``: all cores); few files are always linted in-process.
         use_cache: read and write results under ``<root>/.interlace_cache/``, where ``<root>``
             is the root of the configuration each file used.
-        force_exclude: apply ``exclude`` and ``.gitignore`` to explicitly named files too.
+        force_exclude: apply ``exclude`` and ``.gitignore`` to explicitly named files too
+            (``None``: as the base configuration's ``force-exclude`` says).
         fix: rewrite the files with fixable findings (IL001's unused ``# noqa`` codes) and
             report the findings left; a file that cannot be fixed is left as it is, with an
             error.
@@ -591,7 +593,7 @@ def lint_stdin(
     filename: str | None = None,
     config: LintConfig | None = None,
     overrides: Callable[[LintConfig], LintConfig] | None = None,
-    force_exclude: bool = False,
+    force_exclude: bool | None = None,
     fix: bool = False,
 ) -> LintResult:
     """Lint source read from standard input (``interlace lint -``), as if it were a file.
@@ -607,7 +609,8 @@ def lint_stdin(
             the one found from the working directory.
         config, overrides: as for :func:`lint_paths`.
         force_exclude: skip the source (no file is linted) when ``exclude`` or ``.gitignore``
-            skips ``filename``, as ruff does.
+            skips ``filename``, as ruff does (``None``: as the base configuration's
+            ``force-exclude`` says).
         fix: apply the fixes to the source; ``source`` in the result holds it either way, and
             ``fixed_files`` the source before and after when a fix changed it.
 
@@ -626,6 +629,8 @@ def lint_stdin(
         name, plan = STDIN, plans.of(base)
     else:
         name, plan = _display(path, Path.cwd()), plans.of(configs.for_file(path))
+        if force_exclude is None:
+            force_exclude = base.force_exclude
         if force_exclude and excluded_file(
             path, plan.exclusion, root=base.root, respect_gitignore=base.respect_gitignore
         ):

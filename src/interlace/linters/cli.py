@@ -124,8 +124,11 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--force-exclude",
-        action="store_true",
-        help="apply exclusions to files named on the command line too (for pre-commit)",
+        action=argparse.BooleanOptionalAction,
+        help=(
+            "apply exclusions to files named on the command line too (for pre-commit); "
+            "--no-force-exclude does not (default: the configured force-exclude, false)"
+        ),
     )
     parser.add_argument(
         "--format",
@@ -369,6 +372,8 @@ def _resolve_config(
             changes["sharing"] = args.sharing
         if target_version is not None:
             changes["target_version"] = target_version
+        if args.force_exclude is not None:
+            changes["force_exclude"] = args.force_exclude
         return config.with_overrides(**changes) if changes else config
 
     return config, overrides
@@ -952,17 +957,21 @@ def _show_settings(
     )
     registry = rules_by_code()
     enabled = "".join(f'    "{code}",  # {registry[code].name}\n' for code in settings.codes)
-    # The walk reads respect-gitignore from the base configuration only, as in ruff.
-    resolved = config.with_overrides(respect_gitignore=selection.config.respect_gitignore)
+    # The walk reads respect-gitignore and force-exclude from the base configuration only, as
+    # in ruff.
+    resolved = config.with_overrides(
+        respect_gitignore=selection.config.respect_gitignore,
+        force_exclude=selection.config.force_exclude,
+    )
     output.write(
         f'Resolved settings for: "{path}"\n'
         f"Settings path: {source}\n"
+        f'Project root: "{config.root}"\n'
         "\n"
         "# Rules enabled for this file: select, extend-select and ignore, then per-file-ignores\n"
         + (f"enabled = [\n{enabled}]\n" if enabled else "enabled = []\n")
         + "\n# [tool.interlace.lint] of the settings file, with the command line's flags applied\n"
         + resolved.describe()
-        + f"force-exclude = {'true' if args.force_exclude else 'false'}\n"
     )
     return EXIT_ERROR if selection.errors else EXIT_CLEAN
 
@@ -1054,9 +1063,7 @@ def _lint(
     try:
         config, overrides = _resolve_config(args)
         if _show_flag(args) is not None:
-            selection = collect_paths(
-                args.paths, config=config, overrides=overrides, force_exclude=args.force_exclude
-            )
+            selection = collect_paths(args.paths, config=config, overrides=overrides)
             if args.show_files:
                 return _show_files(selection, output, log, problems)
             return _show_settings(selection, args, output, problems, err)
@@ -1066,7 +1073,6 @@ def _lint(
                 filename=args.stdin_filename,
                 config=config,
                 overrides=overrides,
-                force_exclude=args.force_exclude,
                 fix=fixing,
             )
         else:
@@ -1076,7 +1082,6 @@ def _lint(
                 overrides=overrides,
                 jobs=args.jobs,
                 use_cache=not args.no_cache,
-                force_exclude=args.force_exclude,
                 fix=args.fix or args.fix_only,
                 diff=args.diff,
             )
@@ -1139,9 +1144,7 @@ def _watched(args: argparse.Namespace) -> _Snapshot:
     from interlace.linters._run import collect_paths
 
     config, overrides = _resolve_config(args)
-    selection = collect_paths(
-        args.paths, config=config, overrides=overrides, force_exclude=args.force_exclude
-    )
+    selection = collect_paths(args.paths, config=config, overrides=overrides)
     # The files of a directory share its configuration: one lookup per directory.
     directories = {path.parent: path for path in selection.files}
     sources = {selection.config.source}
