@@ -280,7 +280,7 @@ async def _sleep_an_hour() -> None:
     loop = asyncio.get_running_loop()
     start = loop.time()
     await asyncio.sleep(3600)
-    assert loop.time() - start == 3600
+    assert 3600 < loop.time() - start < 3600 + 2e-6  # the wake-up takes a microsecond
 
 
 def test_virtual_time_makes_long_sleeps_instant() -> None:

@@ -1388,10 +1388,12 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
             when = first._when
             if self._jitter > 0.0 and len(scheduled) > 1:
                 when = self._jitter_pick(first)
-            # Waking up takes time on a real clock: the clock reads later than before even
-            # for a timer that was due already or is due sooner than the grain (a sleep of
-            # a float rounding error would otherwise fire again and again at one instant).
-            self._move_clock(max(when, self._now + GRAIN))
+            # Waking up takes time on a real clock: the clock reads a grain past the timer's
+            # deadline, and later than before even for a timer that was due already (a
+            # sleep of a float rounding error would otherwise fire again and again at one
+            # instant). A task that measures its sleep (``loop.time() - start >= 0.3``)
+            # sees at least what it asked for, not 0.29999999999995453 s.
+            self._move_clock(max(when, self._now) + GRAIN)
             self._slice_at = self._step + self._time_slice
             self._slice_from = self._now
             self._refresh_consult()
