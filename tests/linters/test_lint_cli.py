@@ -60,6 +60,21 @@ def test_missing_path_exits_2(project: Path, capsys: pytest.CaptureFixture[str])
     assert capsys.readouterr().err.splitlines()[0] == "nope.py: error: no such file or directory"
 
 
+@pytest.mark.parametrize(("argv", "position"), [([""], 1), (["a.py", ""], 2)])
+def test_an_empty_path_is_a_usage_error_naming_an_unset_variable_as_the_usual_cause(
+    project: Path, capsys: pytest.CaptureFixture[str], argv: list[str], position: int
+) -> None:
+    put(project, "a.py", PRIMITIVE)
+    assert lint_main(["--no-cache", *argv]) == 2
+    assert capsys.readouterr() == (
+        "",
+        f"interlace lint: error: path {position} on the command line is empty ('') and names "
+        "no file or directory (in CI an unset or empty variable, as in interlace lint "
+        '"$CHANGED_FILES", is the usual cause); pass the files or directories to lint, or no '
+        "path at all to lint the project root\n",
+    )
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

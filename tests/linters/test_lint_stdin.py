@@ -42,6 +42,20 @@ def test_stdin_filename_alone_implies_dash_and_names_the_findings(
     assert capsys.readouterr().out.startswith(f"app/a.py:2:8: {IL201}")
 
 
+def test_an_empty_stdin_filename_is_a_usage_error(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    feed_stdin(monkeypatch, PRIMITIVE.encode())
+    assert lint_main(["--stdin-filename", ""]) == 2
+    assert capsys.readouterr() == (
+        "",
+        "interlace lint: error: --stdin-filename is empty ('') and names no file (in CI an "
+        'unset or empty variable, as in interlace lint "$CHANGED_FILES", is the usual cause); '
+        "pass the path the source on standard input stands for, e.g. --stdin-filename "
+        "src/app.py, or '-' without --stdin-filename\n",
+    )
+
+
 def test_an_absolute_stdin_filename_is_shown_relative_to_the_working_directory(
     project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

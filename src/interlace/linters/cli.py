@@ -419,6 +419,33 @@ def _stdin_conflict(args: argparse.Namespace, how: str) -> str | None:
     return None
 
 
+_UNSET_HINT = (
+    'in CI an unset or empty variable, as in interlace lint "$CHANGED_FILES", is the usual cause'
+)
+
+
+def _empty_value(args: argparse.Namespace) -> str | None:
+    """Why an empty path or ``--stdin-filename`` cannot be linted.
+
+    ruff refuses both; before, an empty path quietly linted the working directory, so a CI job
+    whose variable was unset passed while checking other files than it meant to.
+    """
+    if "" in args.paths:
+        position = args.paths.index("") + 1
+        return (
+            f"path {position} on the command line is empty ('') and names no file or directory "
+            f"({_UNSET_HINT}); pass the files or directories to lint, or no path at all to lint "
+            "the project root"
+        )
+    if args.stdin_filename == "":
+        return (
+            f"--stdin-filename is empty ('') and names no file ({_UNSET_HINT}); pass the path "
+            "the source on standard input stands for, e.g. --stdin-filename src/app.py, or "
+            "'-' without --stdin-filename"
+        )
+    return None
+
+
 def _show_flag(args: argparse.Namespace) -> str | None:
     """``--show-files`` or ``--show-settings``, whichever is given, or ``None``."""
     if args.show_files:
@@ -995,7 +1022,8 @@ def run(
     """
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
-    conflict = _watch_conflict(args) if args.watch else None
+    conflict = _empty_value(args)
+    conflict = conflict or (_watch_conflict(args) if args.watch else None)
     conflict = conflict or (_add_noqa_conflict(args) if args.add_noqa else None)
     conflict = conflict or _mode_conflict(args)
     if conflict is not None:
