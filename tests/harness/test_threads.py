@@ -313,6 +313,46 @@ def test_a_spin_wait_that_never_sees_progress_is_a_hang() -> None:
     assert "Thread-1 (waiter): running" in failure.detail
 
 
+def _spins_while_a_worker_sleeps(worker_sleeps: float, *, forever: bool = False) -> None:
+    done = threading.Event()
+
+    def worker() -> None:
+        time.sleep(worker_sleeps)  # past what 5,000 points of busy work reach (5 ms)
+        if not forever:
+            done.set()
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    while not done.is_set():
+        time.sleep(0)
+    thread.join()
+
+
+def test_a_spin_wait_on_a_thread_that_sleeps_past_the_budget_passes_in_overtime() -> None:
+    exploration = interlace.explore(
+        lambda: _spins_while_a_worker_sleeps(0.5), seed=SEED, max_schedules=3, max_steps=5_000
+    )
+    assert exploration.failure is None, exploration.failure and exploration.failure.report
+
+
+def test_a_spin_wait_that_still_spins_in_overtime_is_a_hang_that_says_why_it_may_be_none() -> None:
+    failure = interlace.explore(
+        lambda: _spins_while_a_worker_sleeps(0.5, forever=True),
+        seed=SEED,
+        max_schedules=1,
+        max_steps=5_000,
+    ).failure
+    assert failure is not None
+    assert failure.kind == "hang"
+    assert (
+        "Not necessarily a hang: thread 'Thread-1 (worker)' waits with a timeout, until "
+        "virtual time 0.500001 s (time.sleep(0.5))." in failure.detail
+    )
+    assert "Continued past the budget with the clock moving on to each pending deadline, the " in (
+        failure.detail
+    )
+
+
 # -- correct code it passes -----------------------------------------------------------------------
 
 
