@@ -63,6 +63,55 @@ def test_load_config_reads_every_key(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("entries", "message"),
+    [
+        (
+            '["Pool", "pkg.Cache"]',
+            "invalid entry 'pkg.Cache' (item 2) in 'shared-classes' in {path} "
+            "[tool.interlace.lint]: a dotted name is not a class name: an entry is matched "
+            "against a class's own name and the last dotted part of each of its base classes; "
+            "write 'Cache'",
+        ),
+        (
+            '["a b"]',
+            "invalid entry 'a b' (item 1) in 'shared-classes' in {path} [tool.interlace.lint]: "
+            "it has whitespace in it, which no class name has; write each class as an entry of "
+            "its own: 'a', 'b'",
+        ),
+        (
+            '["Pool", ""]',
+            "invalid entry '' (item 2) in 'shared-classes' in {path} [tool.interlace.lint]: an "
+            "empty string names no class; remove it",
+        ),
+        (
+            '["[z-a]"]',
+            "invalid entry '[z-a]' (item 1) in 'shared-classes' in {path} "
+            "[tool.interlace.lint]: it is not a valid fnmatch pattern: a range in [...] runs "
+            "backwards, so it matches no name; write the range from low to high, e.g. '[a-z]'",
+        ),
+        (
+            '["9Lives"]',
+            "invalid entry '9Lives' (item 1) in 'shared-classes' in {path} "
+            "[tool.interlace.lint]: it is neither a class name (a Python identifier) nor an "
+            "fnmatch pattern (with *, ? or [...]); write one, e.g. 'ConnectionPool' or '*Cache'",
+        ),
+        (
+            "[1]",
+            "invalid entry 1 (item 1) in 'shared-classes' in {path} [tool.interlace.lint]: it "
+            "is int, not a string; write the class name in quotes",
+        ),
+    ],
+)
+def test_a_bad_shared_classes_entry_is_named_with_its_position_and_why(
+    tmp_path: Path, entries: str, message: str
+) -> None:
+    path = write(tmp_path, f"[tool.interlace.lint]\nshared-classes = {entries}\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert str(caught.value) == message.format(path=path)
+
+
 def test_target_version_defaults_to_requires_python_lower_bound(tmp_path: Path) -> None:
     path = write(
         tmp_path,
@@ -126,22 +175,10 @@ def test_find_config_walks_up_to_the_first_pyproject_with_the_table(tmp_path: Pa
             'of glob strings, e.g. exclude = ["tests/fixtures/**", "*_pb2.py"]',
         ),
         (
-            'shared-classes = ["not a name"]',
-            "invalid value for 'shared-classes' in {path} [tool.interlace.lint]: ['not a name']; "
-            "expected a list of class names or fnmatch patterns, e.g. shared-classes = "
-            '["ConnectionPool", "*Cache"]',
-        ),
-        (
             'task-shared-classes = "Agent"',
             "invalid value for 'task-shared-classes' in {path} [tool.interlace.lint]: 'Agent'; "
             "expected a list of class names or fnmatch patterns, e.g. task-shared-classes = "
             '["Agent", "*Storage"]',
-        ),
-        (
-            'task-shared-classes = ["pkg.Agent"]',
-            "invalid value for 'task-shared-classes' in {path} [tool.interlace.lint]: "
-            "['pkg.Agent']; expected a list of class names or fnmatch patterns, e.g. "
-            'task-shared-classes = ["Agent", "*Storage"]',
         ),
         (
             'sharing = "explicit"',

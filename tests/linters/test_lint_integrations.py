@@ -169,6 +169,8 @@ def test_flake8_declared_sharing_options(tmp_path: Path) -> None:
     )
     assert (runs["bad"].returncode, runs["bad"].stderr) == (
         2,
-        "flake8 (interlace): error: invalid --interlace-task-shared-classes value 'pkg.Agent': "
-        "expected comma-separated class names or fnmatch patterns, e.g. Agent,*Storage\n",
+        "flake8 (interlace): error: invalid entry 'pkg.Agent' (item 1) in "
+        "--interlace-task-shared-classes 'pkg.Agent': a dotted name is not a class name: an "
+        "entry is matched against a class's own name and the last dotted part of each of its "
+        "base classes; write 'Agent'\n",
     )

@@ -256,7 +256,8 @@ def test_cli_declared_without_classes_exits_2_with_the_message(
 @pytest.mark.parametrize(
     ("value", "accepted"),
     [
-        (["Agent", "*Storage", "Base?", "Ag[ae]nt"], True),
+        (["Agent", "*Storage", "Base?", "Ag[ae]nt", "[A-Z]*Pool"], True),
+        (["Foo-Bar"], False),
         (["pkg.Agent"], False),
         (["*Agent\n"], False),
         ([""], False),

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from interlace.errors import ConfigError
 from interlace.linters._files import glob_error
-from interlace.linters._sharing import SHARING, check_class_patterns
+from interlace.linters._sharing import SHARING, class_pattern_error
 
 __all__ = (
     "DEFAULT_EXCLUDE",
@@ -522,13 +522,19 @@ def load_config(path: Path | None, *, root: Path | None = None) -> LintConfig:
         ("task-shared-classes", '["Agent", "*Storage"]'),
     ):
         if key in table:
-            patterns = check_class_patterns(table[key])
-            if patterns is None:
+            value = table[key]
+            if not isinstance(value, list):
                 raise ConfigError(
-                    f"invalid value for {key!r} {where}: {table[key]!r}; expected a list of "
+                    f"invalid value for {key!r} {where}: {value!r}; expected a list of "
                     f"class names or fnmatch patterns, e.g. {key} = {example}"
                 )
-            changes[key.replace("-", "_")] = patterns
+            for position, entry in enumerate(value, 1):
+                reason = class_pattern_error(entry)
+                if reason is not None:
+                    raise ConfigError(
+                        f"invalid entry {entry!r} (item {position}) in {key!r} {where}: {reason}"
+                    )
+            changes[key.replace("-", "_")] = frozenset(value)
     if "sharing" in table:
         value = table["sharing"]
         if value not in SHARING:

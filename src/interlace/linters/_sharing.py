@@ -17,9 +17,9 @@ Invariant: nothing here reads metadata; one walk of the module, only for files w
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from fnmatch import fnmatchcase
 
 import libcst as cst
 
@@ -29,6 +29,7 @@ __all__ = (
     "SHARING",
     "ClassPatterns",
     "check_class_patterns",
+    "class_pattern_error",
     "enclosing_classes",
     "keep_declared",
     "triggers",
@@ -38,17 +39,55 @@ SHARING = ("inferred", "declared")
 """Values of ``sharing``: rules infer who shares an object from the code, or report only
 inside declared classes."""
 
-_PATTERN = re.compile(r"[A-Za-z0-9_*?\[\]!]+")
+_PATTERN = re.compile(r"[A-Za-z0-9_*?\[\]!-]+")
+"""The characters of a class name or an fnmatch pattern over one (``-`` in a range)."""
 _GLOB = frozenset("*?[")
+
+
+def class_pattern_error(entry: object) -> str | None:
+    """Return why ``entry`` is neither a class name nor an ``fnmatch`` pattern (``"Pool"``,
+    ``"*Storage"``), and what to write instead; ``None`` when it is one."""
+    if not isinstance(entry, str):
+        return f"it is {type(entry).__name__}, not a string; write the class name in quotes"
+    if not entry:
+        return "an empty string names no class; remove it"
+    if any(c.isspace() for c in entry):
+        names = entry.split()
+        fix = (
+            "write each class as an entry of its own: " + ", ".join(repr(n) for n in names)
+            if len(names) > 1 and all(class_pattern_error(n) is None for n in names)
+            else "write the class name without it"
+        )
+        return f"it has whitespace in it, which no class name has; {fix}"
+    if "." in entry:
+        last = entry.rsplit(".", 1)[1]
+        fix = (
+            f"write {last!r}"
+            if class_pattern_error(last) is None
+            else "write the class name alone, e.g. 'Cache' for 'pkg.Cache'"
+        )
+        return (
+            "a dotted name is not a class name: an entry is matched against a class's own "
+            f"name and the last dotted part of each of its base classes; {fix}"
+        )
+    if _PATTERN.fullmatch(entry) is None or not (entry.isidentifier() or _GLOB & set(entry)):
+        return (
+            "it is neither a class name (a Python identifier) nor an fnmatch pattern (with *, "
+            "? or [...]); write one, e.g. 'ConnectionPool' or '*Cache'"
+        )
+    if "(?!)" in fnmatch.translate(entry):
+        return (
+            "it is not a valid fnmatch pattern: a range in [...] runs backwards, so it matches "
+            "no name; write the range from low to high, e.g. '[a-z]'"
+        )
+    return None
 
 
 def check_class_patterns(value: object) -> frozenset[str] | None:
     """Return ``value`` as a set of class-name patterns, or ``None`` if it is not a list of
-    names or ``fnmatch`` patterns (``"Pool"``, ``"*Storage"``)."""
-    if not isinstance(value, list) or not all(
-        isinstance(v, str) and _PATTERN.fullmatch(v) and (v.isidentifier() or _GLOB & set(v))
-        for v in value
-    ):
+    names or ``fnmatch`` patterns (``"Pool"``, ``"*Storage"``; see
+    :func:`class_pattern_error`)."""
+    if not isinstance(value, list) or any(class_pattern_error(v) is not None for v in value):
         return None
     return frozenset(value)
 
@@ -81,7 +120,7 @@ class ClassPatterns:
 
     def matches(self, name: str) -> bool:
         """Say whether a class or base name matches one of the entries."""
-        return any(fnmatchcase(name, pattern) for pattern in self.patterns)
+        return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.patterns)
 
     def declared(self, classes: Sequence[cst.ClassDef]) -> set[int]:
         """Return the ids of the classes (all ``ClassDef`` nodes of one module) that are

@@ -28,7 +28,7 @@ from interlace.linters._config import (
 from interlace.linters._engine import lint_source
 from interlace.linters._noqa import UNUSED_NOQA
 from interlace.linters._rule import LintContext, Rule
-from interlace.linters._sharing import SHARING, check_class_patterns
+from interlace.linters._sharing import SHARING, class_pattern_error
 from interlace.linters.rules import all_rules
 
 __all__ = ("Flake8Plugin",)
@@ -150,10 +150,11 @@ class Flake8Plugin:
 
 
 def _patterns(values: Sequence[str], key: str) -> frozenset[str]:
-    patterns = check_class_patterns([v for v in values if v])
-    if patterns is None:
-        raise ConfigError(
-            f"invalid --interlace-{key} value {','.join(values)!r}: expected comma-separated "
-            "class names or fnmatch patterns, e.g. Agent,*Storage"
-        )
-    return patterns
+    for position, entry in enumerate(values, 1):
+        reason = class_pattern_error(entry) if entry else None
+        if reason is not None:
+            raise ConfigError(
+                f"invalid entry {entry!r} (item {position}) in --interlace-{key} "
+                f"{','.join(values)!r}: {reason}"
+            )
+    return frozenset(v for v in values if v)
