@@ -86,7 +86,19 @@ def test_an_empty_path_is_a_usage_error_naming_an_unset_variable_as_the_usual_ca
         (
             ["--target-version", "311"],
             "interlace lint: error: invalid target-version '311' from --target-version: expected "
-            "'py3X' for Python 3.7 or newer, e.g. target-version = \"py311\"\n",
+            "one of py37, py38, py39, py310, py311, py312, py313, py314, py315 (CPython 3.7 to "
+            '3.15), e.g. target-version = "py311"\n',
+        ),
+        (
+            ["--target-version", "py399"],
+            "interlace lint: error: invalid target-version 'py399' from --target-version: "
+            "expected one of py37, py38, py39, py310, py311, py312, py313, py314, py315 (CPython "
+            '3.7 to 3.15), e.g. target-version = "py311"\n',
+        ),
+        (
+            ["--explain", "il201"],
+            "interlace lint: error: rule code 'il201' for --explain is not upper case: rule "
+            "codes are matched exactly, as in --select and ruff; write 'IL201'\n",
         ),
         (
             ["--per-file-ignores", "tests"],
@@ -236,7 +248,7 @@ def test_help_covers_every_rule_and_names_every_opt_in_rule(
 
 
 def test_explain_prints_every_documentation_section(capsys: pytest.CaptureFixture[str]) -> None:
-    assert lint_main(["--explain", "il201"]) == 0
+    assert lint_main(["--explain", "IL201"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("IL201 asyncio-primitive-in-init: ")
     headings = ("\n\nWhy: ", "\n\nBad:\n    import asyncio", "\nGood:\n", "\nWhen to suppress: ")

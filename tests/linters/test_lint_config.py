@@ -160,8 +160,9 @@ def test_find_config_walks_up_to_the_first_pyproject_with_the_table(tmp_path: Pa
         ),
         (
             'target-version = "3.11"',
-            "invalid target-version '3.11' in {path} [tool.interlace.lint]: expected 'py3X' for "
-            'Python 3.7 or newer, e.g. target-version = "py311"',
+            "invalid target-version '3.11' in {path} [tool.interlace.lint]: expected one of "
+            "py37, py38, py39, py310, py311, py312, py313, py314, py315 (CPython 3.7 to 3.15), "
+            'e.g. target-version = "py311"',
         ),
         (
             'per-file-ignores = ["tests"]',

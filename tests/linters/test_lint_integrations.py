@@ -124,8 +124,8 @@ def test_flake8_bad_target_version_is_a_message_not_a_traceback(tmp_path: Path) 
     assert proc.returncode == 2
     assert proc.stderr == (
         "flake8 (interlace): error: invalid target-version '39' from "
-        "--interlace-target-version: expected 'py3X' for Python 3.7 or newer, e.g. "
-        'target-version = "py311"\n'
+        "--interlace-target-version: expected one of py37, py38, py39, py310, py311, py312, "
+        'py313, py314, py315 (CPython 3.7 to 3.15), e.g. target-version = "py311"\n'
     )
 
 

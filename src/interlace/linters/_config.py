@@ -29,6 +29,7 @@ from interlace.linters._sharing import SHARING, class_pattern_error
 __all__ = (
     "DEFAULT_EXCLUDE",
     "INSTANCE_PRIMITIVES",
+    "TARGET_VERSIONS",
     "ConfigResolver",
     "LintConfig",
     "RuleSelection",
@@ -92,8 +93,10 @@ INSTANCE_PRIMITIVES = ("evidence", "all")
 created per instance only with evidence in the file that the object outlives one event loop,
 or always."""
 _SELECTOR = re.compile(r"^(IL[0-9]{0,3}|ALL)$")
-_VERSION = re.compile(r"^py3([0-9]{1,2})$")
 _OLDEST_TARGET = 7
+_NEWEST_TARGET = 15
+TARGET_VERSIONS = tuple(f"py3{minor}" for minor in range(_OLDEST_TARGET, _NEWEST_TARGET + 1))
+"""The values of ``target-version``: a CPython 3 release, as in ruff (``py37`` to ``py315``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,15 +193,17 @@ def parse_target_version(value: object, *, where: str) -> tuple[int, int]:
     """Parse ``"py311"`` into ``(3, 11)``.
 
     Raises:
-        ConfigError: ``value`` is not ``py3X`` for a Python 3.7 or newer.
+        ConfigError: ``value`` is not one of :data:`TARGET_VERSIONS` (``py399`` names no
+            CPython; ruff refuses it too).
     """
-    match = _VERSION.match(value) if isinstance(value, str) else None
-    if match is None or int(match.group(1)) < 7:
+    if value not in TARGET_VERSIONS:
         raise ConfigError(
-            f"invalid target-version {value!r} {where}: expected 'py3X' for Python 3.7 or "
-            'newer, e.g. target-version = "py311"'
+            f"invalid target-version {value!r} {where}: expected one of "
+            f"{', '.join(TARGET_VERSIONS)} (CPython 3.{_OLDEST_TARGET} to "
+            f'3.{_NEWEST_TARGET}), e.g. target-version = "py311"'
         )
-    return (3, int(match.group(1)))
+    assert isinstance(value, str)
+    return (3, int(value.removeprefix("py3")))
 
 
 def _interlace_table(data: Mapping[str, object]) -> object:

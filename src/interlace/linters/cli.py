@@ -283,7 +283,15 @@ def _explain(code: str, out: _Output, err: TextIO) -> int:
     from interlace.linters.rules import rules_by_code
 
     registry = rules_by_code()
-    rule = registry.get(code.strip().upper())
+    rule = registry.get(code)
+    if rule is None and code.upper() in registry:
+        # As in ruff, whose `ruff rule e501` is an error as `--select e501` is.
+        print(
+            f"interlace lint: error: rule code {code!r} for --explain is not upper case: rule "
+            f"codes are matched exactly, as in --select and ruff; write {code.upper()!r}",
+            file=err,
+        )
+        return EXIT_ERROR
     if rule is None:
         print(
             f"interlace lint: error: unknown rule code {code!r} for --explain; known codes: "
