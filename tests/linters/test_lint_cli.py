@@ -335,14 +335,14 @@ def test_broken_pyproject_with_our_table_is_reported_not_skipped(
             ["--extend-exclude", "build\\"],
             "invalid glob 'build\\\\' in --extend-exclude from the command line: it ends with a "
             "backslash, which escapes nothing (paths take forward slashes, e.g. 'build/'); "
-            "write a gitignore-style glob relative to the project root, e.g. 'build', "
+            "write a gitignore-style glob relative to the working directory, e.g. 'build', "
             "'tests/fixtures/**' or '*_pb2.py'",
         ),
         (
             ["--per-file-ignores", "[z-a]:IL201"],
             "invalid glob '[z-a]' in --per-file-ignores from the command line: it has an invalid "
             "character class (bad character range z-a); write a gitignore-style glob relative "
-            "to the project root, e.g. 'build', 'tests/fixtures/**' or '*_pb2.py'",
+            "to the working directory, e.g. 'build', 'tests/fixtures/**' or '*_pb2.py'",
         ),
     ],
 )
@@ -731,6 +731,47 @@ def test_config_flag_applies_to_every_file_with_globs_relative_to_the_working_di
     assert found(capsys.readouterr().out) == named(
         project, ("packages/a/m.py", "IL201"), ("packages/b/m.py", "IL201")
     )
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [["--per-file-ignores", "app/pool.py:IL201"], ["--extend-exclude", "app/pool.py"]],
+)
+def test_command_line_globs_are_relative_to_the_working_directory_as_in_ruff(
+    project: Path, monkeypatch: pytest.MonkeyPatch, flags: list[str]
+) -> None:
+    put(project, "pyproject.toml", "[tool.interlace.lint]\n")
+    put(project, "src/app/pool.py", PRIMITIVE)
+    monkeypatch.chdir(project / "src")
+    assert lint_main(["--no-cache", *flags]) == 0
+    monkeypatch.chdir(project)
+    assert lint_main(["--no-cache", *flags]) == 1
+
+
+def test_a_command_line_glob_reaches_into_a_package_with_its_own_configuration(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monorepo(project)
+    argv = ["--no-cache", "--format", "json", "--per-file-ignores", "packages/a/m.py:IL1"]
+    assert lint_main(argv) == 1
+    assert found(capsys.readouterr().out) == named(
+        project, ("top.py", "IL201"), ("packages/b/m.py", "IL201")
+    )
+
+
+def test_globs_that_start_with_dot_slash_in_the_configuration_match_as_in_ruff(
+    project: Path,
+) -> None:
+    put(
+        project,
+        "pyproject.toml",
+        "[tool.interlace.lint]\n"
+        'per-file-ignores = { "./src/app/pool.py" = ["IL201"] }\n'
+        'extend-exclude = ["./src/app/gen.py"]\n',
+    )
+    put(project, "src/app/pool.py", PRIMITIVE)
+    put(project, "src/app/gen.py", PRIMITIVE)
+    assert lint_main(["--no-cache"]) == 0
 
 
 def test_respect_gitignore_is_read_from_the_base_configuration_only(

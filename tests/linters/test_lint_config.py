@@ -13,6 +13,7 @@ from interlace.linters._config import (
     ConfigResolver,
     RuleSelection,
     layer_selection,
+    rebase_glob,
     resolve_selection,
     selected_codes,
 )
@@ -110,6 +111,46 @@ def test_a_bad_shared_classes_entry_is_named_with_its_position_and_why(
     with pytest.raises(ConfigError) as caught:
         load_config(path)
     assert str(caught.value) == message.format(path=path)
+
+
+def test_a_leading_dot_slash_is_removed_from_configured_globs(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "[tool.interlace.lint]\n"
+        'per-file-ignores = { "./src/a.py" = ["IL201"], "!./tests/**" = ["IL101"] }\n'
+        'exclude = ["./gen", "././build/"]\n',
+    )
+    config = load_config(path)
+    assert (config.per_file_ignores, config.exclude) == (
+        (("src/a.py", ("IL201",)), ("!tests/**", ("IL101",))),
+        ("gen", "build/"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("glob", "start", "root", "rebased"),
+    [
+        ("app/pool.py", "src", ".", "src/app/pool.py"),
+        ("/app/pool.py", "src", ".", "src/app/pool.py"),
+        ("!app/**", "src", ".", "!src/app/**"),
+        ("*_pb2.py", "src", ".", "*_pb2.py"),
+        ("build/", "src", ".", "build/"),
+        ("app/pool.py", ".", ".", "app/pool.py"),
+        ("packages/a/m.py", ".", "packages/a", "/m.py"),
+        ("packages/*/x/y.py", ".", "packages/a", "x/y.py"),
+        ("**/m.py", ".", "packages/a", "**/m.py"),
+        ("packages/b/m.py", ".", "packages/a", None),
+        ("packages/a", ".", "packages/a", None),
+        ("app/pool.py", "other", "packages/a", None),
+    ],
+)
+def test_a_command_line_glob_is_rebased_onto_each_configuration_root(
+    tmp_path: Path, glob: str, start: str, root: str, rebased: str | None
+) -> None:
+    for name in (start, root):
+        (tmp_path / name).mkdir(parents=True, exist_ok=True)
+    moved = rebase_glob(glob, start=tmp_path / start, root=tmp_path / root)
+    assert moved == rebased
 
 
 def test_target_version_defaults_to_requires_python_lower_bound(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ among its ancestor directories (:class:`ConfigResolver`); settings are not merge
 from __future__ import annotations
 
 import difflib
+import fnmatch
 import json
 import os
 import re
@@ -41,6 +42,7 @@ __all__ = (
     "load_config",
     "opt_in_codes",
     "parse_target_version",
+    "rebase_glob",
     "resolve_selection",
     "selected_codes",
 )
@@ -317,19 +319,38 @@ def check_selectors(values: Iterable[str], *, key: str, where: str) -> tuple[str
     return tuple(out)
 
 
+def _without_dot(glob: str) -> str:
+    """``glob`` with a leading ``./`` (after a ``!``) removed: ruff reads ``./src/a.py`` as
+    ``src/a.py``, while to gitignore it names no path, so a glob copied from a ruff
+    configuration would silently match nothing."""
+    bang = "!" if glob.startswith("!") else ""
+    body = glob[len(bang) :]
+    while body.startswith("./"):
+        body = body[2:].lstrip("/")
+    return bang + body
+
+
 def check_globs(
-    values: Iterable[str], *, key: str, where: str, negation: bool = False
+    values: Iterable[str],
+    *,
+    key: str,
+    where: str,
+    negation: bool = False,
+    relative_to: str = "the project root",
 ) -> tuple[str, ...]:
-    """Validate gitignore-style globs (``exclude``, ``per-file-ignores``) and return them.
+    """Validate gitignore-style globs (``exclude``, ``per-file-ignores``) and return them, a
+    leading ``./`` removed (as ruff reads it).
 
     ``negation``: a leading ``!`` negates the glob (``per-file-ignores``, as in ruff); in
-    ``exclude`` it is gitignore's re-inclusion.
+    ``exclude`` it is gitignore's re-inclusion. ``relative_to``: what the globs are relative
+    to, for the message.
 
     Raises:
         ConfigError: a glob cannot be compiled, or matches nothing (empty, a ``#`` comment).
     """
     out = []
-    for glob in values:
+    for given in values:
+        glob = _without_dot(given)
         body = glob[1:] if negation and glob.startswith("!") else glob
         if not body.strip():
             reason: str | None = "an empty glob matches no path"
@@ -342,12 +363,51 @@ def check_globs(
             reason = glob_error(body)
         if reason is not None:
             raise ConfigError(
-                f"invalid glob {glob!r} in {key} {where}: {reason}; write a gitignore-style "
-                "glob relative to the project root, e.g. 'build', 'tests/fixtures/**' or "
+                f"invalid glob {given!r} in {key} {where}: {reason}; write a gitignore-style "
+                f"glob relative to {relative_to}, e.g. 'build', 'tests/fixtures/**' or "
                 "'*_pb2.py'"
             )
         out.append(glob)
     return tuple(out)
+
+
+def rebase_glob(glob: str, *, start: Path, root: Path) -> str | None:
+    """Return the glob, relative to the directory ``start``, as a glob relative to ``root``
+    that matches the same paths below ``root``; ``None`` if it can match none there.
+
+    As in ruff, the globs of ``--per-file-ignores`` and ``--extend-exclude`` are relative to
+    the working directory, and each configuration's globs to its root. A glob with no ``/``
+    but a trailing one (``*_pb2.py``, ``build/``) matches a name at any depth, so it is kept
+    as it is. A leading ``!`` is kept in front.
+    """
+    bang = "!" if glob.startswith("!") else ""
+    body = glob[len(bang) :]
+    if "/" not in body.rstrip("/"):
+        return glob
+    body = body.lstrip("/")
+    here = os.path.relpath(start.resolve(), root.resolve())
+    if here == ".":
+        return bang + body
+    if not here.startswith(".."):
+        return f"{bang}{Path(here).as_posix()}/{body}"
+    # ``root`` may be below ``start`` (a package's configuration, linted from the top): the
+    # glob's first parts must match the way down to it.
+    down = os.path.relpath(root.resolve(), start.resolve())
+    if down.startswith(".."):
+        return None
+    parts = body.split("/")
+    for name in Path(down).parts:
+        if not parts or not parts[0]:
+            return None
+        if parts[0] == "**":
+            return bang + "/".join(parts)
+        if not fnmatch.fnmatchcase(name, parts[0]):
+            return None
+        parts.pop(0)
+    rest = "/".join(parts)
+    if not rest.rstrip("/"):
+        return None
+    return bang + (rest if "/" in rest.rstrip("/") else "/" + rest)
 
 
 def _globs(value: object, key: str, where: str) -> tuple[str, ...]:
@@ -365,9 +425,10 @@ def _per_file_ignores(value: object, where: str) -> tuple[tuple[str, tuple[str, 
             f"invalid value for 'per-file-ignores' {where}: {value!r}; expected a table of glob "
             'to code prefixes, e.g. per-file-ignores = { "tests/**" = ["IL201"] }'
         )
-    check_globs(value, key="per-file-ignores", where=where, negation=True)
+    globs = check_globs(value, key="per-file-ignores", where=where, negation=True)
     return tuple(
-        (glob, _codes(codes, f"per-file-ignores.{glob}", where)) for glob, codes in value.items()
+        (glob, _codes(codes, f"per-file-ignores.{given}", where))
+        for glob, (given, codes) in zip(globs, value.items(), strict=True)
     )
 
 

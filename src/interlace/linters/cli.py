@@ -315,7 +315,13 @@ def _per_file(values: Sequence[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
                 "--per-file-ignores 'tests/**:IL201,IL101'"
             )
         where = "from the command line"
-        check_globs([glob], key="--per-file-ignores", where=where, negation=True)
+        (glob,) = check_globs(
+            [glob],
+            key="--per-file-ignores",
+            where=where,
+            negation=True,
+            relative_to="the working directory",
+        )
         pairs.append((glob, check_selectors(_csv(codes), key="--per-file-ignores", where=where)))
     return tuple(pairs)
 
@@ -336,6 +342,7 @@ def _resolve_config(
         layer_selection,
         load_config,
         parse_target_version,
+        rebase_glob,
     )
 
     config = None
@@ -362,20 +369,38 @@ def _resolve_config(
         ignore=check_selectors(args.ignore, key="--ignore", where=where),
     )
     per_file = _per_file(args.per_file_ignores)
-    extend_exclude = check_globs(args.extend_exclude, key="--extend-exclude", where=where)
+    extend_exclude = check_globs(
+        args.extend_exclude,
+        key="--extend-exclude",
+        where=where,
+        relative_to="the working directory",
+    )
     target_version = (
         None
         if args.target_version is None
         else parse_target_version(args.target_version, where="from --target-version")
     )
 
+    cwd = Path.cwd()
+
     def overrides(config: LintConfig) -> LintConfig:
         config = layer_selection(config, command_line)
         changes: dict[str, object] = {}
+        # As in ruff, the command line's globs are relative to the working directory, and each
+        # configuration's to its root: rebased onto that root, or dropped where they cannot
+        # match below it (a negated per-file glob then matches every file).
         if per_file:
-            changes["per_file_ignores"] = config.per_file_ignores + per_file
+            rebased = []
+            for glob, codes in per_file:
+                moved = rebase_glob(glob, start=cwd, root=config.root)
+                if moved is None and glob.startswith("!"):
+                    moved = "**"
+                if moved is not None:
+                    rebased.append((moved, codes))
+            changes["per_file_ignores"] = config.per_file_ignores + tuple(rebased)
         if extend_exclude:
-            changes["exclude"] = config.exclude + extend_exclude
+            moved_globs = (rebase_glob(g, start=cwd, root=config.root) for g in extend_exclude)
+            changes["exclude"] = config.exclude + tuple(g for g in moved_globs if g is not None)
         if args.sharing is not None:
             changes["sharing"] = args.sharing
         if target_version is not None:
