@@ -317,7 +317,7 @@ def _spins_while_a_worker_sleeps(worker_sleeps: float, *, forever: bool = False)
     done = threading.Event()
 
     def worker() -> None:
-        time.sleep(worker_sleeps)  # past what 5,000 points of busy work reach (5 ms)
+        time.sleep(worker_sleeps)  # past what 5,000 points of busy work reach (50 us)
         if not forever:
             done.set()
 
@@ -351,6 +351,28 @@ def test_a_spin_wait_that_still_spins_in_overtime_is_a_hang_that_says_why_it_may
     assert "Continued past the budget with the clock moving on to each pending deadline, the " in (
         failure.detail
     )
+
+
+def _counts(n: int) -> int:
+    total = 0
+    for i in range(n):
+        total += i
+    return total
+
+
+async def _computes_in_a_job_inside_a_timeout() -> None:
+    # 50,000 rounds take about 5 ms on a stock interpreter; at a microsecond a point they
+    # took 0.1 s of virtual time and the 50 ms timeout fired.
+    async with asyncio.timeout(0.05):
+        assert await asyncio.to_thread(_counts, 50_000) == sum(range(50_000))
+
+
+def test_a_job_that_computes_takes_no_longer_than_on_the_fastest_machine() -> None:
+    asyncio.run(_computes_in_a_job_inside_a_timeout())
+    exploration = interlace.explore(
+        _computes_in_a_job_inside_a_timeout, seed=SEED, max_schedules=2, max_steps=400_000
+    )
+    assert exploration.failure is None, exploration.failure and exploration.failure.report
 
 
 # -- correct code it passes -----------------------------------------------------------------------

@@ -229,6 +229,18 @@ under test, unless threads the exploration does not control do: see ``_line_hook
 """
 
 
+POINTS_PER_MICROSECOND = 100
+"""Busy work in a thread: a point (about a line) takes 10 ns of virtual time, as a line of
+simple Python does on the fastest machine (a desktop runs one in 15-75 ns), never more. At a
+microsecond a point, a job that counted to 200,000 in a thread timed out inside a 0.2 s
+``asyncio.timeout`` it ends well within on a stock interpreter (in 0.03 s)."""
+
+
+def _slice_microseconds(settings: Settings) -> int:
+    """What a time slice of points moves the clock by, in whole microseconds (at least 1)."""
+    return max(1, settings.time_slice // POINTS_PER_MICROSECOND)
+
+
 class Controller:
     """The scheduler of one run: who holds the baton, the virtual clock, the decisions."""
 
@@ -595,12 +607,12 @@ class Controller:
             return
         try:
             if step >= self.slice_end:
-                # A time slice of points takes (at least) a microsecond a point: the clock
-                # moves, so a spin-wait on a sleeping thread ends, and any longer wait
-                # (a timeout) never fires merely because a thread computed.
+                # A time slice of points takes time (``POINTS_PER_MICROSECOND``): the clock
+                # moves, so a spin-wait on a sleeping thread ends, and a timeout never fires
+                # sooner than it would on the fastest machine because a thread computed.
                 self.slice_end = step + self.settings.time_slice
                 if self.overtime_note is None or not self._advance_clock():
-                    self._tick(self.settings.time_slice)
+                    self._tick(_slice_microseconds(self.settings))
                 others = [u for u in self._order(t) if self._can_run(u)]
                 if others:
                     target = min(others, key=lambda u: u.since)
@@ -1100,7 +1112,7 @@ class Controller:
     def overtime(self) -> bool:
         """The step budget ran out: whether the run goes on, in *overtime*.
 
-        Busy work moves the clock by a microsecond a point, so a correct spin-wait on a
+        Busy work moves the clock by 10 ns a point, so a correct spin-wait on a
         thread that sleeps past what the budget reaches (``while not done.is_set():
         time.sleep(0)`` while a worker sleeps 1 s), which a stock interpreter gets through in
         real time, runs out of steps first. With a timed wait pending, the run goes on for
@@ -1121,11 +1133,12 @@ class Controller:
         assert deadline is not None
         sleeper = next(u for u in self.threads if u.status == _BLOCKED and u.deadline == deadline)
         what = _describe_wait(sleeper.waiting) if sleeper.waiting is not None else "a timeout"
-        remaining = max(0, deadline - self.now)
+        remaining = max(0, deadline - self.now) * POINTS_PER_MICROSECOND
         return (
             f"Not necessarily a hang: thread {sleeper.name!r} waits with a timeout, until "
-            f"virtual time {deadline / 1e6:g} s ({what}). Busy work moves the clock by 1 us a "
-            f"point, so this run reaches it after about {remaining:,} more points; if the "
+            f"virtual time {deadline / 1e6:g} s ({what}). Busy work moves the clock by "
+            f"{1000 // POINTS_PER_MICROSECOND} ns a point, so this run reaches it after about "
+            f"{remaining:,} more points; if the "
             "threads are busy-waiting for it, a stock interpreter gets there. Pass "
             f"max_steps={self.step + remaining + self.settings.time_slice} or more to let the "
             "run get there too."
