@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -48,6 +50,83 @@ def test_walk_respects_gitignore_exclude_and_default_excludes(tmp_path: Path) ->
     )
     fileset = collect_files([tmp_path], root=tmp_path, exclude=[".venv", "__pycache__", "gen/**"])
     assert names(tmp_path, fileset.files) == ["keep/g.py", "pkg/a.py"]
+
+
+GIT = shutil.which("git")
+
+
+@pytest.mark.skipif(GIT is None, reason="git is the oracle")
+@pytest.mark.parametrize(
+    "files",
+    [
+        pytest.param(
+            {
+                "d/.gitignore": "*\n!*/\n!*.py\n",
+                "d/v.py": "",
+                "d/e/w.py": "",
+                "d/e/f/x.py": "",
+                "d/e/x.txt": "",
+            },
+            id="whitelist-in-a-subdirectory",
+        ),
+        pytest.param(
+            {".gitignore": "*\n!*/\n!*.py\n", "v.py": "", "e/w.py": "", "e/f/x.py": ""},
+            id="whitelist-at-the-root",
+        ),
+        pytest.param(
+            {"d/.gitignore": "**\n!**/\n!*.py\n", "d/v.py": "", "d/e/w.py": ""},
+            id="double-star-whitelist",
+        ),
+        pytest.param(
+            {
+                ".gitignore": "*.py\n",
+                "pkg/.gitignore": "!keep.py\n",
+                "pkg/keep.py": "",
+                "pkg/drop.py": "",
+                "a.py": "",
+            },
+            id="a-deeper-negation-re-includes",
+        ),
+        pytest.param(
+            {".gitignore": "build/\n", "build/.gitignore": "!*.py\n", "build/a.py": "", "b.py": ""},
+            id="nothing-below-an-ignored-directory-is-re-included",
+        ),
+        pytest.param(
+            {".gitignore": "gen/*\n!gen/keep/\n", "gen/a.py": "", "gen/keep/b.py": ""},
+            id="a-re-included-directory-under-an-ignored-glob",
+        ),
+        pytest.param(
+            {
+                ".gitignore": "/top.py\n**/gen.py\nsrc/**/m.py\nbuild\n[ab].py\n",
+                "top.py": "",
+                "sub/top.py": "",
+                "x/gen.py": "",
+                "src/p/q/m.py": "",
+                "src/m2.py": "",
+                "lib/build/z.py": "",
+                "a.py": "",
+                "c.py": "",
+            },
+            id="anchored-double-star-and-class-patterns",
+        ),
+    ],
+)
+def test_the_walk_takes_the_python_files_git_does_not_ignore(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, str]
+) -> None:
+    assert GIT is not None
+    tree(tmp_path, files)
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    subprocess.run([GIT, "init", "-q", str(tmp_path)], check=True)
+    listed = subprocess.run(
+        [GIT, "-C", str(tmp_path), "ls-files", "--others", "--exclude-standard"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    fileset = collect_files([tmp_path], root=tmp_path)
+    assert sorted(names(tmp_path, fileset.files)) == sorted(p for p in listed if p.endswith(".py"))
 
 
 def test_gitignore_can_be_turned_off(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ that configuration's root, and a named path against those of its own.
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import re
 import stat
@@ -150,20 +151,53 @@ def per_file_matcher(glob: str) -> Callable[[str], bool]:
     return lambda relative: matches(spec, relative) != negated
 
 
+@functools.cache
+def _to_the_end(regex: re.Pattern[str]) -> re.Pattern[str]:
+    """``regex``, matching only where the match ends with the string."""
+    return re.compile(f"(?:{regex.pattern})\\Z", regex.flags)
+
+
+def _last_match(spec: pathspec.GitIgnoreSpec, relative: str, *, is_dir: bool) -> bool | None:
+    """Whether the last pattern of ``spec`` that matches the path itself (not a directory
+    above it) ignores it (``True``) or re-includes it (``False``); ``None``: none matches.
+
+    Not ``GitIgnoreSpec.match_file``: it lets a pattern that matches a directory above the
+    path win over one that matches the path, so with ``*``, ``!*/`` and ``!*.py`` it ignores
+    ``e/`` and ``e/w.py``, which git keeps. The patterns are searched as pathspec searches them,
+    but for a match that ends with the path: ``!*/`` compiles to a bare ``/``, whose first match
+    in ``e/f/`` is the one after ``e``.
+    """
+    path = relative + "/" if is_dir else relative
+    result = None
+    for pattern in spec.patterns:
+        regex = getattr(pattern, "regex", None)
+        if pattern.include is None or not isinstance(regex, re.Pattern):
+            continue
+        match = _to_the_end(regex).search(path)
+        if match is None:
+            continue
+        if match.groupdict().get(_DIR_MARK) is not None and match.end(_DIR_MARK) < len(path):
+            continue
+        result = pattern.include
+    return result
+
+
 @dataclass
 class _GitIgnores:
     """The ``.gitignore`` files of a git work tree from its root down, and its
     ``.git/info/exclude``, each loaded once. Outside a work tree, the ``.gitignore`` files from
     the project root down (ruff honours them without git too).
 
-    Approximation (documented in docs/lint.md): a path is ignored when ``info/exclude`` or any
-    ``.gitignore`` between the work tree's root and the path's directory matches it; a negation
-    only re-includes within its own file. The global ``core.excludesFile`` is not read.
+    As git decides: a path is ignored when a directory above it is, else by the last pattern
+    that matches it in the closest ``.gitignore`` with one (the deepest file wins, and a
+    negation there re-includes what a file further up ignores), else in ``info/exclude``. The
+    global ``core.excludesFile`` is not read.
     """
 
     fallback: Path
     specs: dict[Path, pathspec.GitIgnoreSpec | None] = field(default_factory=dict)
     excludes: dict[Path, Path | None] = field(default_factory=dict)
+    directories: dict[tuple[Path, tuple[str, ...]], bool] = field(default_factory=dict)
 
     def base(self, top: Path) -> Path:
         """The directory the ignore files that apply to ``top`` are relative to."""
@@ -185,23 +219,40 @@ class _GitIgnores:
         file = self.excludes[base]
         return None if file is None else self._spec(file)
 
+    def _decides(self, base: Path, parts: tuple[str, ...], *, is_dir: bool) -> bool:
+        """Whether the ignore files ignore the path ``parts`` below ``base`` by its own name,
+        its directories aside."""
+        for depth in range(len(parts) - 1, -1, -1):
+            spec = self._spec(base.joinpath(*parts[:depth], ".gitignore"))
+            if spec is None:
+                continue
+            decided = _last_match(spec, "/".join(parts[depth:]), is_dir=is_dir)
+            if decided is not None:
+                return decided
+        spec = self._info_exclude(base)
+        return spec is not None and _last_match(spec, "/".join(parts), is_dir=is_dir) is True
+
+    def _directory_ignored(self, base: Path, parts: tuple[str, ...]) -> bool:
+        key = (base, parts)
+        if key not in self.directories:
+            self.directories[key] = (
+                len(parts) > 1 and self._directory_ignored(base, parts[:-1])
+            ) or self._decides(base, parts, is_dir=True)
+        return self.directories[key]
+
     def ignored(self, path: Path, base: Path, *, is_dir: bool, itself: bool = False) -> bool:
+        """Whether git ignores ``path`` (``itself``: by its own name, whatever the directories
+        above it, see :func:`_matches_itself`)."""
         try:
             relative = path.relative_to(base)
         except ValueError:
             return False
-        test = _matches_itself if itself else matches
         parts = relative.parts
-        spec = self._info_exclude(base)
-        if parts and spec is not None and test(spec, "/".join(parts), is_dir=is_dir):
+        if not parts:
+            return False
+        if not itself and len(parts) > 1 and self._directory_ignored(base, parts[:-1]):
             return True
-        directory = base
-        for depth in range(len(parts)):
-            spec = self._spec(directory / ".gitignore")
-            if spec is not None and test(spec, "/".join(parts[depth:]), is_dir=is_dir):
-                return True
-            directory = directory / parts[depth]
-        return False
+        return self._decides(base, parts, is_dir=is_dir)
 
 
 @dataclass
