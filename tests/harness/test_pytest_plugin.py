@@ -921,6 +921,8 @@ def test_pytest_timeout_signal_method_fails_an_explored_test_that_blocks(
 
         import pytest
 
+        import interlace.harness.api  # not imported by the test, inside its 1 s timeout
+
 
         @pytest.mark.timeout(1, method="signal")
         @pytest.mark.interlace
@@ -951,6 +953,8 @@ def test_pytest_timeout_thread_method_ends_a_blocked_explored_test(
         import time
 
         import pytest
+
+        import interlace.harness.api  # not imported by the test, inside its 1 s timeout
 
 
         @pytest.mark.timeout(1, method="thread")
@@ -1393,6 +1397,8 @@ def test_pytest_timeout_signal_method_fails_a_plain_explored_test_that_blocks(
 
         import pytest
 
+        import interlace.harness.api  # not imported by the test, inside its 1 s timeout
+
 
         @pytest.mark.timeout(1, method="signal")
         @pytest.mark.interlace
@@ -1431,6 +1437,8 @@ def test_pytest_timeout_thread_method_ends_a_blocked_plain_explored_test(
         import os
 
         import pytest
+
+        import interlace.harness.api  # not imported by the test, inside its 1 s timeout
 
 
         @pytest.mark.timeout(1, method="thread")
