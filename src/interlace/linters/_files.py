@@ -116,6 +116,35 @@ def matches(spec: pathspec.GitIgnoreSpec, relative: str, *, is_dir: bool = False
     return spec.match_file(relative + "/" if is_dir else relative)
 
 
+def _deciding(
+    spec: pathspec.GitIgnoreSpec,
+    path: str,
+    find: Callable[[re.Pattern[str], str], re.Match[str] | None],
+) -> bool | None:
+    """The ``include`` of the last pattern of ``spec`` that ``find`` matches on ``path``
+    itself, not on a directory above it (``None``: none does)."""
+    result = None
+    for pattern in spec.patterns:
+        regex = getattr(pattern, "regex", None)
+        if pattern.include is None or not isinstance(regex, re.Pattern):
+            continue
+        match = find(regex, path)
+        if match is None:
+            continue
+        if match.groupdict().get(_DIR_MARK) is not None and match.end(_DIR_MARK) < len(path):
+            continue
+        result = pattern.include
+    return result
+
+
+def _from_the_start(regex: re.Pattern[str], path: str) -> re.Match[str] | None:
+    return regex.match(path)
+
+
+def _to_its_end(regex: re.Pattern[str], path: str) -> re.Match[str] | None:
+    return _to_the_end(regex).search(path)
+
+
 def _matches_itself(spec: pathspec.GitIgnoreSpec, relative: str, *, is_dir: bool) -> bool:
     """Like :func:`matches`, but a pattern counts only when it matches the path itself, not a
     directory above it (``build`` matches ``build/sub/build/`` but not ``build/b.py``).
@@ -125,19 +154,7 @@ def _matches_itself(spec: pathspec.GitIgnoreSpec, relative: str, *, is_dir: bool
     prunes every skipped directory below the named one, so a match through a directory can
     only come from the named directory or one above it.
     """
-    path = relative + "/" if is_dir else relative
-    result = False
-    for pattern in spec.patterns:
-        regex = getattr(pattern, "regex", None)
-        if pattern.include is None or not isinstance(regex, re.Pattern):
-            continue
-        match = regex.match(path)
-        if match is None:
-            continue
-        if match.groupdict().get(_DIR_MARK) is not None and match.end(_DIR_MARK) < len(path):
-            continue
-        result = pattern.include
-    return result
+    return bool(_deciding(spec, relative + "/" if is_dir else relative, _from_the_start))
 
 
 def per_file_matcher(glob: str) -> Callable[[str], bool]:
@@ -167,19 +184,7 @@ def _last_match(spec: pathspec.GitIgnoreSpec, relative: str, *, is_dir: bool) ->
     but for a match that ends with the path: ``!*/`` compiles to a bare ``/``, whose first match
     in ``e/f/`` is the one after ``e``.
     """
-    path = relative + "/" if is_dir else relative
-    result = None
-    for pattern in spec.patterns:
-        regex = getattr(pattern, "regex", None)
-        if pattern.include is None or not isinstance(regex, re.Pattern):
-            continue
-        match = _to_the_end(regex).search(path)
-        if match is None:
-            continue
-        if match.groupdict().get(_DIR_MARK) is not None and match.end(_DIR_MARK) < len(path):
-            continue
-        result = pattern.include
-    return result
+    return _deciding(spec, relative + "/" if is_dir else relative, _to_its_end)
 
 
 @dataclass
