@@ -20,7 +20,9 @@ from interlace._core.explorer import (
 )
 from interlace._core.result import FailureKind, RunResult, StepRecord
 from interlace._core.schedule import (
+    ADDRESS,
     READY,
+    STALL,
     THREAD,
     TIMER,
     Decision,
@@ -371,16 +373,34 @@ def test_dropping_a_deviations_entry_moves_each_later_entry_to_the_step_before()
     assert _without_pick(decisions, 1) == [d for d in decisions if d.kind != TIMER]
 
 
+STALL_30 = "needs the loop to stall 30 ms (a blocking call of that length on the loop)"
+
+
 @pytest.mark.parametrize(
     ("decisions", "backend", "label"),
     [
         ((), "asyncio", "fails under stock order"),
         ((Decision(3, READY, 1, 2),), "asyncio", "needs await latency"),
-        ((Decision(3, TIMER, 1, 0),), "asyncio", "needs timer jitter"),
+        ((Decision(3, TIMER, 1, 30_000),), "asyncio", STALL_30),
+        ((Decision(3, STALL, 2, 30_000),), "asyncio", STALL_30),
+        ((Decision(3, STALL, 1, 400),), "asyncio", STALL_30.replace("30 ms", "0.4 ms")),
+        ((Decision(3, STALL, 1, 40),), "asyncio", STALL_30.replace("30 ms", "40 us")),
+        ((Decision(3, STALL, 1, 10_000), Decision(9, TIMER, 1, 20_000)), "asyncio", STALL_30),
         (
-            (Decision(3, READY, 1, 2), Decision(5, TIMER, 1, 0)),
+            (Decision(3, READY, 1, 2), Decision(5, TIMER, 1, 30_000)),
             "asyncio",
-            "needs await latency and timer jitter",
+            "needs await latency and the loop to stall 30 ms (a blocking call of that length "
+            "on the loop)",
+        ),
+        (
+            (Decision(0, ADDRESS, 1, 0),),
+            "asyncio",
+            "fails on some stock runs: depends on object addresses",
+        ),
+        (
+            (Decision(0, ADDRESS, 5, 0), Decision(3, READY, 1, 2)),
+            "asyncio",
+            "needs await latency and an order of object addresses that only some stock runs have",
         ),
         ((Decision(3, READY, 1, 2),), "threads", "needs thread preemption"),
     ],
@@ -394,8 +414,11 @@ def test_label_names_what_the_schedule_needs(
 def test_a_preemption_a_gil_build_cannot_make_needs_a_free_threaded_build() -> None:
     decisions = (Decision(3, READY, 1, 2), Decision(9, READY, 1, 1))
     assert label_for(decisions, "threads", (9,)) == "needs a free-threaded build"
-    mixed = (Decision(3, THREAD, 1, 2), Decision(5, TIMER, 1, 0))
-    assert label_for(mixed, "asyncio", (3,)) == "needs a free-threaded build and timer jitter"
+    mixed = (Decision(3, THREAD, 1, 2), Decision(5, TIMER, 1, 30_000))
+    assert label_for(mixed, "asyncio", (3,)) == (
+        "needs a free-threaded build and the loop to stall 30 ms (a blocking call of that "
+        "length on the loop)"
+    )
 
 
 decision_lists = st.lists(
@@ -416,11 +439,11 @@ decision_lists = st.lists(
 
 @given(decision_lists, st.integers(1, 64), st.integers(0, 10**7), st.integers(1, 10**9))
 def test_token_round_trips(
-    decisions: tuple[Decision, ...], window: int, jitter: int, max_steps: int
+    decisions: tuple[Decision, ...], window: int, stall: int, max_steps: int
 ) -> None:
-    settings = Settings(window=window, jitter_us=jitter, max_steps=max_steps)
+    settings = Settings(window=window, stall_us=stall, max_steps=max_steps)
     token = encode_token(settings, decisions)
-    assert token.startswith("il1.")
+    assert token.startswith("il2.")
     assert decode_token(token) == (settings, decisions)
 
 
@@ -442,13 +465,13 @@ def test_a_decision_log_reads_as_the_tuple_of_its_decisions(
     [
         (
             "il9.abc",
-            "replay token 'il9.abc' does not start with 'il1.' (found 'il9'): it was made by "
+            "replay token 'il9.abc' does not start with 'il2.' (found 'il9'): it was made by "
             "another version of interlace or is not a replay token; re-run the exploration "
             "with this version to get a new token",
         ),
         (
-            "il1.AAAA",
-            "replay token 'il1.AAAA' is damaged: its characters do not unpack to a schedule: "
+            "il2.AAAA",
+            "replay token 'il2.AAAA' is damaged: its characters do not unpack to a schedule: "
             "some were changed or left out. Copy the whole token, on one line, from the "
             "failure report",
         ),
@@ -460,7 +483,9 @@ def test_bad_tokens_are_refused_with_what_to_do(token: str, message: str) -> Non
     assert str(info.value) == message
 
 
-_TOKEN = encode_token(Settings(), (Decision(4, READY, 1, 2),) * 3)
+# A token whose text is two characters past a multiple of four: cut by one, no token has its length.
+_TOKEN = encode_token(Settings(max_steps=1000), (Decision(4, READY, 1, 2),) * 3)
+assert len(_TOKEN.partition(".")[2]) % 4 == 2
 
 
 @pytest.mark.parametrize(
@@ -470,7 +495,7 @@ _TOKEN = encode_token(Settings(), (Decision(4, READY, 1, 2),) * 3)
         (_TOKEN[:-1], "no token has its length: a character is missing or left over"),
         (_TOKEN[:12] + "\n" + _TOKEN[12:], "it contains whitespace: it was wrapped across lines"),
         (_TOKEN[:12] + "!" + _TOKEN[13:], "it contains '!', which no token contains"),
-        ("il1.", "nothing follows 'il1.'"),
+        ("il2.", "nothing follows 'il2.'"),
     ],
     ids=["cut", "one-short", "wrapped", "mistyped", "empty"],
 )
@@ -540,7 +565,7 @@ def _report_lines(trace: Sequence[StepRecord], steps: int) -> list[str]:
         trace=tuple(trace),
     )
     report = format_report(
-        run, run, steps, "fails under stock order", "il1.x", ReplayHints(api="app.main")
+        run, run, steps, "fails under stock order", "il2.x", ReplayHints(api="app.main")
     )
     return report.split("\n\n")[0].splitlines()[1:]
 
@@ -704,3 +729,14 @@ def test_moving_a_deviation_earlier_may_leave_fewer_deviations() -> None:
     best, _ = shrink(backend, found)
     assert best.same_failure(found)
     assert best.decisions == (Decision(5, READY, 1, 2),)
+
+
+def test_a_version_1_token_is_refused_with_what_to_do_instead_of_being_misread() -> None:
+    old = "il1." + _TOKEN.partition(".")[2]
+    with pytest.raises(ReplayTokenError) as info:
+        decode_token(old)
+    message = str(info.value)
+    assert message.startswith(f"replay token {old!r} is a version-1 token: it was made by an")
+    assert message.endswith(
+        "Re-run the exploration with this version of interlace to get a new token"
+    )

@@ -216,7 +216,7 @@ def invoke(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, st
 
 
 def token_of(report: str) -> str:
-    match = re.search(r"interlace replay \S+ (il1\.[\w-]+)", report)
+    match = re.search(r"interlace replay \S+ (il2\.[\w-]+)", report)
     assert match is not None, report
     return match.group(1)
 
@@ -230,8 +230,8 @@ def test_explore_prints_the_report_on_stdout_and_a_summary_on_stderr(
     assert out.startswith("Failing schedule (")
     assert "Exception: AssertionError: lost an update: 1\n" in out
     assert "Label: needs await latency (1 deviation from stock order)\n" in out
-    assert "  interlace.replay(scenarios.lost_update, 'il1." in out
-    assert "  interlace replay scenarios:lost_update il1." in out
+    assert "  interlace.replay(scenarios.lost_update, 'il2." in out
+    assert "  interlace replay scenarios:lost_update il2." in out
     # The user's traceback, with only the user's frames.
     assert re.search(r'File ".*scenarios\.py", line \d+, in lost_update\n', out)
     assert "interlace/" not in out.split("Traceback (most recent call last):")[1]
@@ -249,7 +249,7 @@ def test_explore_reports_a_deadlock_with_who_holds_what(
     assert code == cli.EXIT_FINDINGS
     assert "\nDeadlock:\n" in out
     assert "waits on Lock second held by task 'Task-3'" in out
-    assert "  interlace replay scenarios.py:lock_order il1." in out
+    assert "  interlace replay scenarios.py:lock_order il2." in out
     assert err.startswith("interlace explore: found a deadlock after 1 schedule (seed 1, ")
 
 
@@ -290,6 +290,7 @@ def test_explore_json_is_one_object_with_the_documented_keys(
         "failure",
         "schedules",
         "exhausted",
+        "space",
         "opaque",
         "strategy",
         "seed",
@@ -335,7 +336,7 @@ def test_explore_passes_the_engine_knobs_through(capsys: pytest.CaptureFixture[s
         "scenarios:correct",
         "--strategy=random",
         "--max-steps=50",
-        "--jitter=0",
+        "--max-stall=0",
         "--max-schedules=3",
         "--seed=8",
         "--format=json",
@@ -418,7 +419,7 @@ def test_stall_timeout_stops_a_longer_step_and_the_message_names_it(
 def test_a_stall_timeout_that_is_not_a_positive_number_is_a_usage_error(
     capsys: pytest.CaptureFixture[str], command: str, value: str
 ) -> None:
-    token = ["il1.unused"] if command == "replay" else []
+    token = ["il2.unused"] if command == "replay" else []
     code, out, err = invoke(capsys, command, "scenarios:correct", *token, "--stall-timeout", value)
     assert code == cli.EXIT_ERROR
     assert out == ""
@@ -540,7 +541,7 @@ def test_a_replay_that_diverges_exits_2_and_says_why(capsys: pytest.CaptureFixtu
             ),
         ),
         (
-            ["replay", "scenarios:generator", "il1.x"],
+            ["replay", "scenarios:generator", "il2.x"],
             "interlace replay: error: the target generator is a generator function",
         ),
         (
@@ -555,7 +556,7 @@ def test_a_replay_that_diverges_exits_2_and_says_why(capsys: pytest.CaptureFixtu
         ),
         (
             ["replay", "scenarios:short", "not-a-token"],
-            "interlace replay: error: replay token 'not-a-token' does not start with 'il1.'",
+            "interlace replay: error: replay token 'not-a-token' does not start with 'il2.'",
         ),
     ],
 )
@@ -575,7 +576,8 @@ def test_mistakes_exit_2_with_a_message_and_no_traceback(
     [
         (["--max-schedules", "0"], "argument --max-schedules: '0' is not a whole number >= 1"),
         (["--seed", "-3"], "argument --seed: '-3' is not a whole number >= 0"),
-        (["--jitter", "soon"], "argument --jitter: 'soon' is not a number of seconds >= 0"),
+        (["--max-stall", "soon"], "argument --max-stall: 'soon' is not a number of seconds >= 0"),
+        (["--jitter", "0.01"], "argument --jitter: " + cli.MSG_JITTER_FLAG.format(value="0.01")),
         (["--max-time", "-1"], "argument --max-time: '-1' is not a number of seconds >= 0"),
         (
             ["--max-seconds", "inf"],
@@ -613,7 +615,7 @@ def test_bad_flags_are_usage_errors(
 def test_instrumenting_a_module_that_cannot_be_instrumented_is_a_usage_error(
     capsys: pytest.CaptureFixture[str], command: str, flag: str, name: str
 ) -> None:
-    token = ["il1.unused"] if command == "replay" else []
+    token = ["il2.unused"] if command == "replay" else []
     code, out, err = invoke(
         capsys, command, "threads:check_then_insert", *token, "--instrument", flag
     )
@@ -699,7 +701,7 @@ def test_a_target_interlace_cannot_explore_exits_2_without_a_failure_or_replay_l
     assert code == cli.EXIT_ERROR
     assert err.startswith(f"interlace explore: error: {expected}")
     assert err.count("\n") == 1  # one line: no report, no traceback, no replay token
-    assert "il1." not in err
+    assert "il2." not in err
     if output == "text":
         assert out == ""
     else:  # an object whatever happened, for a CI step that parses stdout
@@ -712,8 +714,8 @@ def test_a_target_interlace_cannot_explore_exits_2_without_a_failure_or_replay_l
     ("argv", "error"),
     [
         (["explore", "nowhere:scenario"], "cannot import 'nowhere'"),
-        (["replay", "nowhere:scenario", "il1.eNpj4OCY4PeC_cAsnoYT57bwMgAALmgGGw"], "cannot"),
-        (["replay", "scenarios:correct", "il1.not-a-token"], "replay token"),
+        (["replay", "nowhere:scenario", "il2.eNpj4OCY4PeC_cAsnoYT57bwMgAALmgGGw"], "cannot"),
+        (["replay", "scenarios:correct", "il2.not-a-token"], "replay token"),
     ],
 )
 def test_json_output_of_a_command_that_cannot_run_is_an_object_with_the_error(
@@ -739,7 +741,8 @@ def test_help_explains_every_flag(capsys: pytest.CaptureFixture[str], subcommand
         assert "--max-schedules N the most schedules to run" in text
         assert "--seed N makes the exploration repeatable" in text
         assert "--max-steps N steps one schedule may take" in text
-        assert "--jitter SECONDS timers due within" in text
+        assert "--max-stall SECONDS seconds the event loop may stall in one schedule" in text
+        assert "--jitter" not in text
         assert "--instrument NAMES for a plain (threaded) function: modules or paths" in text
         assert "a plain function runs with every thread it starts under control" in text
         assert "--stall-timeout SECONDS real seconds one step may run without" in text
@@ -799,8 +802,8 @@ def test_explore_finds_a_race_between_the_threads_of_a_plain_function(
     assert "<- preempts Thread-1 (<lambda>) (thread preemption)" in out
     assert "Exception: AssertionError: created 2 times\n" in out
     assert "Label: needs thread preemption (1 deviation from stock order)\n" in out
-    assert "  interlace.replay(threads.check_then_insert, 'il1." in out
-    assert re.search(r"^  interlace replay threads:check_then_insert il1\.[\w-]+$", out, re.M)
+    assert "  interlace.replay(threads.check_then_insert, 'il2." in out
+    assert re.search(r"^  interlace replay threads:check_then_insert il2\.[\w-]+$", out, re.M)
     assert re.search(r'File ".*threads\.py", line \d+, in check_then_insert\n', out)
     assert "interlace/" not in out.split("Traceback (most recent call last):")[1]
     assert err.startswith("interlace explore: found an exception after ")
@@ -828,7 +831,7 @@ def test_explore_reports_a_lock_order_deadlock_between_threads(
     )
     assert "  Wait-for cycle: Thread-1 (one) -> Thread-2 (two) -> Thread-1 (one)\n" in out
     assert "Label: needs thread preemption" in out
-    assert "  interlace replay threads.py:lock_order il1." in out
+    assert "  interlace replay threads.py:lock_order il2." in out
     assert err.startswith("interlace explore: found a deadlock after ")
 
 
@@ -854,6 +857,7 @@ def test_explore_json_for_a_plain_function(
         "failure",
         "schedules",
         "exhausted",
+        "space",
         "opaque",
         "strategy",
         "seed",
@@ -903,7 +907,7 @@ def test_instrument_gives_a_library_schedule_points_and_the_replay_line_repeats_
 ) -> None:
     code, out, err = invoke(capsys, "explore", "threads:library_race", "--seed", "4")
     assert (code, out) == (cli.EXIT_CLEAN, "")  # racy_lib is in site-packages: no points
-    assert "the bounded space was explored completely" in err
+    assert "; explored completely: every schedule" in err
 
     code, out, _ = invoke(
         capsys, "explore", "threads:library_race", "--seed", "4", "--instrument", "racy_lib"

@@ -862,13 +862,13 @@ def test_pytest_fail_is_a_failure() -> None:
 
 
 class _InterruptedSettings:
-    """Settings whose ``jitter_us`` is never read: Ctrl-C lands while the loop is built."""
+    """Settings whose ``stall_us`` is never read: Ctrl-C lands while the loop is built."""
 
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
 
     def __getattr__(self, name: str) -> object:
-        if name == "jitter_us":
+        if name == "stall_us":
             raise KeyboardInterrupt
         return getattr(self._settings, name)
 

@@ -176,7 +176,7 @@ def test_a_module_that_cannot_be_instrumented_is_refused_with_the_reason(name: s
         f"be instrumented: {reason}"
     )
     with pytest.raises(ConfigError) as replayed:
-        interlace.replay(target, "il1.unused", instrument=(name,))
+        interlace.replay(target, "il2.unused", instrument=(name,))
     assert str(replayed.value).startswith(f"instrument={(name,)!r} (replay() argument) names ")
     assert not ran
 
@@ -195,7 +195,7 @@ def test_a_stall_timeout_that_is_not_a_positive_number_of_seconds_is_refused(val
         "seconds > 0, e.g. stall_timeout=60"
     )
     with pytest.raises(ConfigError) as replayed:
-        interlace.replay(target, "il1.unused", stall_timeout=value)
+        interlace.replay(target, "il2.unused", stall_timeout=value)
     assert str(replayed.value) == (
         f"stall_timeout={value!r} (replay() argument) is invalid: expected a number of "
         "seconds > 0, e.g. stall_timeout=60"

@@ -200,7 +200,7 @@ def test_a_replay_in_a_new_process_gives_the_same_label(tmp_path: Path) -> None:
 
     found = run("explore", "counters:scenario", "--seed", "1")
     assert "Label: needs a free-threaded build (1 deviation from stock order)" in found
-    token = next(word for word in found.split() if word.startswith("il1."))
+    token = next(word for word in found.split() if word.startswith("il2."))
     replayed = run("replay", "counters:scenario", token)
     steps_and_label = found[found.index("\n") : found.index("Replay:")]  # after the header
     assert steps_and_label in replayed

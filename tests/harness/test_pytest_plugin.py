@@ -102,7 +102,7 @@ def pattern(template: str, **known: object) -> str:
 
 def replay_line(output: str, nodeid: str) -> list[str]:
     """The printed ``pytest '<nodeid>' --interlace-replay=TOKEN`` line, as arguments."""
-    match = re.search(rf"pytest '({re.escape(nodeid)})' --interlace-replay=(il1\.[\w-]+)", output)
+    match = re.search(rf"pytest '({re.escape(nodeid)})' --interlace-replay=(il2\.[\w-]+)", output)
     assert match is not None, output
     return [match.group(1), f"--interlace-replay={match.group(2)}"]
 
@@ -119,7 +119,7 @@ def test_the_printed_replay_line_fails_the_same_way_until_the_bug_is_fixed(
             ">       assert count[[]0] == 2",
             "E       assert 1 == 2",
             "E       interlace: failing schedule (*), needs await latency.",
-            "E           pytest 'test_bank.py::test_lost_update' --interlace-replay=il1.*",
+            "E           pytest 'test_bank.py::test_lost_update' --interlace-replay=il2.*",
             "*- Captured interlace call -*",
             pattern(plugin.MSG_EXPLORED, nodeid="test_bank.py::test_lost_update", seed=7),
             "Failing schedule (* step*):",
@@ -225,7 +225,7 @@ def test_a_deadlock_fails_with_the_report_and_passing_tests_show_schedules_and_s
             "Deadlock:",
             "    task 'Task-2' at test_locks.py:* waits on Lock second held by task 'Task-3'",
             "    task 'Task-3' at test_locks.py:* waits on Lock first held by task 'Task-2'",
-            "  pytest 'test_locks.py::test_lock_order' --interlace-replay=il1.*",
+            "  pytest 'test_locks.py::test_lock_order' --interlace-replay=il2.*",
         ]
     )
     assert "All traceback entries are hidden" not in result.stdout.str()
@@ -508,8 +508,13 @@ def test_marker_mistakes_fail_that_test_with_a_message_naming_the_marker(
             pass
 
 
-        @pytest.mark.interlace(jitter=-1)
-        async def test_negative_jitter():
+        @pytest.mark.interlace(max_stall=-1)
+        async def test_negative_max_stall():
+            pass
+
+
+        @pytest.mark.interlace(jitter=0.01)
+        async def test_renamed_jitter():
             pass
 
 
@@ -539,7 +544,7 @@ def test_marker_mistakes_fail_that_test_with_a_message_naming_the_marker(
         """
     )
     result = run(pytester)
-    result.assert_outcomes(passed=2, errors=9)
+    result.assert_outcomes(passed=2, errors=10)
     source = plugin.SOURCE_MARKER
     strategies = "'auto', 'random', 'pct', 'delay', 'exhaustive'"
     expected = [
@@ -552,7 +557,10 @@ def test_marker_mistakes_fail_that_test_with_a_message_naming_the_marker(
         plugin.MSG_NOT_STRATEGY.format(
             setting="strategy", value="bfs", source=source, choices=strategies
         ),
-        plugin.MSG_NOT_NUMBER.format(setting="jitter", value=-1, source=source, minimum=0.0),
+        plugin.MSG_NOT_NUMBER.format(setting="max_stall", value=-1, source=source, minimum=0.0),
+        plugin.MSG_MARKER_RENAMED.format(
+            name="jitter", value=0.01, new="max_stall", why=plugin._RENAMED_KNOBS["jitter"][1]
+        ),
         plugin.MSG_NOT_TIMEOUT.format(setting="stall_timeout", value=0, source=source, minimum=0.0),
         plugin.MSG_NOT_MODULES.format(
             setting="instrument",
@@ -591,9 +599,9 @@ def test_a_bad_value_is_a_usage_error_without_a_traceback(pytester: pytest.Pytes
 def test_a_damaged_replay_token_is_a_usage_error(pytester: pytest.Pytester) -> None:
     pytester.makeini(INI)
     with pytest.raises(pytest.UsageError) as caught:
-        pytester.parseconfigure("--interlace-replay=il1.abc")
-    prefix = plugin.MSG_BAD_TOKEN.format(token="il1.abc", reason="")
-    assert str(caught.value).startswith(prefix + "replay token 'il1.abc' is damaged")
+        pytester.parseconfigure("--interlace-replay=il2.abc")
+    prefix = plugin.MSG_BAD_TOKEN.format(token="il2.abc", reason="")
+    assert str(caught.value).startswith(prefix + "replay token 'il2.abc' is damaged")
 
 
 def _configure(pytester: pytest.Pytester, *args: str) -> plugin._Runner:
@@ -1030,7 +1038,7 @@ def test_a_plain_test_runs_its_threads_under_control_and_its_replay_line_fails_t
             ">       assert registry.created == 1",
             "E       assert 2 == 1",
             "E       interlace: failing schedule (*), needs thread preemption.",
-            f"E           pytest '{nodeid}' --interlace-replay=il1.*",
+            f"E           pytest '{nodeid}' --interlace-replay=il2.*",
             "*- Captured interlace call -*",
             pattern(plugin.MSG_EXPLORED, nodeid=nodeid, seed=7),
             "Failing schedule (* step*):",
@@ -1157,9 +1165,9 @@ def test_a_thread_deadlock_fails_with_the_wait_for_graph_and_settings_keep_their
             "Thread-1 (one)",
             "  Wait-for cycle: Thread-1 (one) -> Thread-2 (two) -> Thread-1 (one)",
             "Label: needs thread preemption (1 deviation from stock order)",
-            "  pytest 'test_locks.py::test_lock_order' --interlace-replay=il1.*",
-            "  interlace.replay(test_locks.test_lock_order, 'il1.*')",
-            "  interlace replay test_locks.py:test_lock_order il1.*",
+            "  pytest 'test_locks.py::test_lock_order' --interlace-replay=il2.*",
+            "  interlace.replay(test_locks.test_lock_order, 'il2.*')",
+            "  interlace replay test_locks.py:test_lock_order il2.*",
         ]
     )
     result.stdout.fnmatch_lines(
@@ -1240,11 +1248,11 @@ def test_instrument_gives_a_library_schedule_points_and_the_replay_line_repeats_
     nodeid = "test_library.py::test_settings"
     instrumented.stdout.fnmatch_lines(
         [
-            f"E           pytest '{nodeid}' --interlace-replay=il1.* --interlace-instrument="
+            f"E           pytest '{nodeid}' --interlace-replay=il2.* --interlace-instrument="
             "racy_lib",
-            "E           interlace.replay(test_library.test_settings, 'il1.*', "
+            "E           interlace.replay(test_library.test_settings, 'il2.*', "
             "instrument=[[]'racy_lib'])",
-            "E           interlace replay test_library.py:test_settings il1.* --instrument "
+            "E           interlace replay test_library.py:test_settings il2.* --instrument "
             "racy_lib",
         ]
     )
@@ -1252,7 +1260,7 @@ def test_instrument_gives_a_library_schedule_points_and_the_replay_line_repeats_
         instrumented.stdout.str()
     )
     line = re.search(
-        rf"pytest '({re.escape(nodeid)})' (--interlace-replay=il1\.[\w-]+) "
+        rf"pytest '({re.escape(nodeid)})' (--interlace-replay=il2\.[\w-]+) "
         r"(--interlace-instrument=racy_lib)",
         instrumented.stdout.str(),
     )

@@ -14,17 +14,28 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from interlace._core.result import (
+    LABEL_ADDRESS,
     LABEL_FREE_THREADING,
-    LABEL_JITTER,
     LABEL_LATENCY,
     LABEL_PREEMPTION,
+    LABEL_STALL,
     LABEL_STOCK,
+    NEED_ADDRESS,
     Exploration,
     Failure,
     RunResult,
     StepRecord,
 )
-from interlace._core.schedule import READY, THREAD, TIMER, Decision, Settings, encode_token
+from interlace._core.schedule import (
+    ADDRESS,
+    READY,
+    STALL,
+    THREAD,
+    TIMER,
+    Decision,
+    Settings,
+    encode_token,
+)
 from interlace._core.strategy import (
     AnchoredChooser,
     Chooser,
@@ -36,11 +47,15 @@ from interlace._core.strategy import (
 __all__ = (
     "Backend",
     "ReplayHints",
+    "address_label",
+    "address_order_text",
     "at_gil_switches",
+    "describe_space",
     "explore_backend",
     "label_for",
     "make_failure",
     "shrink",
+    "stall_text",
 )
 
 _SHRINK_RUNS = 400
@@ -88,19 +103,70 @@ def label_for(
     """
     if not decisions:
         return LABEL_STOCK
+    if all(d.kind == ADDRESS for d in decisions):
+        return LABEL_ADDRESS
     preemption = LABEL_FREE_THREADING if free_threaded else LABEL_PREEMPTION
     needs = []
     if any(d.kind == THREAD for d in decisions):
         needs.append(preemption)
     if any(d.kind == READY for d in decisions):
         needs.append(preemption if backend == "threads" else LABEL_LATENCY)
-    if any(d.kind == TIMER for d in decisions):
-        needs.append(LABEL_JITTER)
+    # A timer that fired before one with an earlier deadline needs a stall too: between
+    # the two calls that created them (the decision's actor is the drift).
+    stalled = sum(max(1, d.actor) for d in decisions if d.kind in (STALL, TIMER))
+    if stalled:
+        needs.append(LABEL_STALL.format(ms=stall_text(stalled)))
+    if any(d.kind == ADDRESS for d in decisions):
+        needs.append(NEED_ADDRESS)
     return " and ".join(needs[:1] + [n.removeprefix("needs ") for n in needs[1:]])
 
 
-def _cost(result: RunResult) -> tuple[int, int, int]:
-    return (len(result.decisions), sum(d.choice for d in result.decisions), result.steps)
+def address_order_text(order: int) -> str:
+    """How a report names address order ``order`` (the harness's ``address_hash``)."""
+    which = "reverse creation order" if order == 1 else f"address order #{order}"
+    return f"tasks and futures hashed in {which} (as their addresses may be on a stock run)"
+
+
+def stall_text(microseconds: int) -> str:
+    """A stall for a label: ``"30 ms"``, ``"0.5 ms"``, ``"40 us"``."""
+    if microseconds < 100:
+        return f"{microseconds} us"
+    return f"{round(microseconds / 1000, 1):g} ms"
+
+
+_ADDRESS_TRIALS = 8
+"""How many address orders a failure found under creation order is run under, to tell
+whether every stock run fails (``address_label``)."""
+
+
+def address_label(backend: Backend, best: RunResult) -> str | None:
+    """For a failure with no deviation from stock order: ``LABEL_ADDRESS`` if the run put
+    tasks or futures in sets and some other address order passes, else None.
+
+    A stock run hashes its tasks by their addresses, which differ from process to process;
+    the failure then happens on some stock runs, not on every one, and "fails under stock
+    order" would overstate it.
+    """
+    if best.decisions or best.hashed < 2:
+        return None
+    for order in range(1, _ADDRESS_TRIALS):
+        trial = backend.run(ReplayChooser((Decision(0, ADDRESS, order, 0),), strict=True))
+        if trial.divergence is None and trial.kind is None:
+            return LABEL_ADDRESS
+    return None
+
+
+def _cost(result: RunResult) -> tuple[int, int, int, int]:
+    """Fewest deviations, then the shortest stall (all stalls and timer drifts together),
+    then the lowest options, then the fewest steps."""
+    decisions = result.decisions
+    stalled = sum(d.actor for d in decisions if d.kind in (STALL, TIMER))
+    return (len(decisions), stalled, sum(d.choice for d in decisions), result.steps)
+
+
+_STALL_MOVES = 64
+"""How many later steps the shrinker tries each stall at: where the loop waits for a later
+timer, a shorter stall may break the run the same way."""
 
 
 def _without_step(decisions: Sequence[Decision], index: int) -> list[Decision]:
@@ -110,6 +176,8 @@ def _without_step(decisions: Sequence[Decision], index: int) -> list[Decision]:
     one step sooner (it runs later, at its place in stock order). For a replay ``by_actor``.
     """
     dropped = decisions[index].step
+    if decisions[index].kind in (STALL, ADDRESS):
+        dropped = 1 << 62  # no entry ran for it: the later ones keep their steps
     return [
         d if d.step < dropped else d._replace(step=d.step - 1)
         for k, d in enumerate(decisions)
@@ -119,7 +187,7 @@ def _without_step(decisions: Sequence[Decision], index: int) -> list[Decision]:
 
 def _picks(decisions: Sequence[Decision]) -> list[int]:
     """The indexes of the deviations that run a task or thread (not a timer choice)."""
-    return [k for k, decision in enumerate(decisions) if decision.kind != TIMER]
+    return [k for k, decision in enumerate(decisions) if decision.kind in (READY, THREAD)]
 
 
 def _in_slot(slot: Decision, moved: Decision) -> Decision:
@@ -190,7 +258,7 @@ def _anchored(run: RunResult, backend: str) -> list[tuple[int, int, int, int]]:
         (
             actor,
             position,
-            d.choice if d.kind == TIMER else d.actor,
+            d.choice if d.kind in (TIMER, STALL) else d.actor,
             THREAD if backend == "threads" else d.kind,
         )
         for (actor, position), d in zip(run.anchors, run.decisions, strict=True)
@@ -286,6 +354,20 @@ def shrink(
                 trial = list(best.decisions)
                 # No actor: the option at ``choice``, whichever entry that is.
                 trial[index] = decision._replace(choice=choice, actor=-1)
+                if attempt(trial):
+                    break
+        # A shorter stall: each stall (or timer drift), as short as it can be, at a later
+        # wake-up of the loop.
+        for index in range(len(best.decisions)):
+            if index >= len(best.decisions) or best.decisions[index].kind not in (STALL, TIMER):
+                continue
+            decision = best.decisions[index]
+            limit = decision.step + _STALL_MOVES
+            if index + 1 < len(best.decisions):
+                limit = min(limit, best.decisions[index + 1].step)
+            for step in range(decision.step + 1, limit):
+                trial = list(best.decisions)
+                trial[index] = decision._replace(step=step, choice=1)
                 if attempt(trial):
                     break
         # Fewer steps: try each deviation earlier (the failure may then come sooner).
@@ -407,7 +489,9 @@ def make_failure(
             best, recorded = at_gil_switches(backend, best, recorded)
     token = encode_token(backend.settings, best.decisions)
     assert best.kind is not None
-    label = label_for(best.decisions, backend.settings.backend, recorded.free_threaded)
+    label = address_label(backend, best) or label_for(
+        best.decisions, backend.settings.backend, recorded.free_threaded
+    )
     report = format_report(recorded, best, shrunk_from, label, token, hints)
     exception = recorded.exception if recorded.kind == "exception" else None
     if exception is not None:
@@ -530,6 +614,9 @@ def format_report(
     trace = recorded.trace
     if trace and trace[0].step > 1:
         lines.append(f"  ... {trace[0].step - 1} earlier steps not shown ...")
+    for decision in best.decisions:
+        if decision.kind == ADDRESS:
+            lines.append(f"  (before step 1: {address_order_text(decision.choice)})")
     width = len(str(max(steps, trace[-1].step if trace else 0)))
     for folded, run in _runs(trace):
         record = run[0]
@@ -669,14 +756,56 @@ def explore_backend(
             best, _ = shrink(backend, result, max_seconds=seconds)
             failure = make_failure(backend, best, result.steps, hints)
             break
+    # Opaque steps (executor jobs, real threads) hide interleavings inside them, so a
+    # search that ran any cannot claim to have covered the bounded space.
+    exhausted = strategy.exhausted and failure is None and not opaque
     return Exploration(
         failure=failure,
         schedules=schedules,
-        # Opaque steps (executor jobs, real threads) hide interleavings inside them, so a
-        # search that ran any cannot claim to have covered the bounded space.
-        exhausted=strategy.exhausted and failure is None and not opaque,
+        exhausted=exhausted,
         strategy=strategy.describe(),
         seed=seed,
         elapsed=time.monotonic() - started,
         opaque=opaque,
+        space=describe_space(strategy, backend.settings) if exhausted else "",
     )
+
+
+def _bounded_member(strategy: Strategy) -> ExhaustiveStrategy | None:
+    if isinstance(strategy, ExhaustiveStrategy):
+        return strategy
+    for member in getattr(strategy, "members", ()):
+        if isinstance(member, ExhaustiveStrategy):
+            return member
+    return None
+
+
+def describe_space(strategy: Strategy, settings: Settings) -> str:
+    """What an exhausted search covered, in words, for every report that says "exhausted"."""
+    search = _bounded_member(strategy)
+    if search is None:
+        return ""
+    bound = search.bound
+    deviations = f"{bound} deviation{'' if bound == 1 else 's'}"
+    if settings.backend == "threads":
+        return (
+            f"every schedule with at most {deviations} from stock order (a thread switched "
+            "at a schedule point in instrumented code)"
+        )
+    stall = stall_text(settings.stall_us)
+    kinds = ["ready tasks and callbacks run in another order (await latency)"]
+    if settings.stall_us:
+        kinds.append(f"loop stalls of up to {stall} in a run")
+        kinds.append(f"timers due within {stall} of each other fired out of order")
+    kinds.append(
+        "any address order (no run put two tasks or futures in a set)"
+        if not search.orders_left
+        else "tasks and futures hashed in creation order and its reverse (sets of three or "
+        "more have more orders, which the random walks sample)"
+    )
+    scope = (
+        "every schedule there is"
+        if search.complete
+        else f"every schedule with at most {deviations} from stock order"
+    )
+    return f"{scope}: " + "; ".join(kinds)

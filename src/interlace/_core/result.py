@@ -17,7 +17,9 @@ FailureKind = Literal["exception", "deadlock", "hang"]
 
 LABEL_STOCK = "fails under stock order"
 LABEL_LATENCY = "needs await latency"
-LABEL_JITTER = "needs timer jitter"
+LABEL_STALL = "needs the loop to stall {ms} (a blocking call of that length on the loop)"
+LABEL_ADDRESS = "fails on some stock runs: depends on object addresses"
+NEED_ADDRESS = "needs an order of object addresses that only some stock runs have"
 LABEL_PREEMPTION = "needs thread preemption"
 LABEL_FREE_THREADING = "needs a free-threaded build"
 
@@ -86,6 +88,9 @@ class RunResult:
     divergence: str | None = None
     opaque: bool = False
     """Code ran outside the schedule (executor jobs, real threads): exhaustion proves less."""
+    hashed: int = 0
+    """How many tasks and futures the run hashed where their order shows (put in a set): with
+    two or more, what it does may depend on their addresses (``ADDRESS`` decisions)."""
     free_threaded: tuple[int, ...] = ()
     """In a recorded run: the steps of thread preemptions that, with the GIL, CPython does not
     make (no call, function start or loop back-edge since the thread's previous point)."""
@@ -167,6 +172,8 @@ class Exploration:
             jobs on threads it did not start (an executor whose workers started before the
             exploration, a process pool) or the tasks of an event loop run in a thread. The
             interleavings inside those steps were not explored, and ``exhausted`` is False.
+        space: when ``exhausted``, the space it covered, in words (the deviation bound, the
+            loop stalls, the address orders); else empty.
     """
 
     failure: Failure | None
@@ -176,3 +183,4 @@ class Exploration:
     seed: int
     elapsed: float
     opaque: bool = False
+    space: str = ""

@@ -19,7 +19,9 @@ from typing import NamedTuple, overload
 from interlace.errors import ReplayTokenError
 
 __all__ = (
+    "ADDRESS",
     "READY",
+    "STALL",
     "THREAD",
     "TIMER",
     "Decision",
@@ -32,14 +34,29 @@ __all__ = (
 READY = 0
 """Decision kind: which ready task/callback runs next (option ``n`` = advance the clock)."""
 TIMER = 1
-"""Decision kind: which of the timers due within the jitter window fires first."""
+"""Decision kind: which of the timers due within the jitter window (``max_stall``) fires first."""
 THREAD = 2
 """Decision kind, in an ``async def`` run whose tasks started threads: which thread runs next
 at a schedule point of the event loop's thread or of one of those threads (option 0 = the
 running thread goes on). A plain-function run records its thread choices as ``READY``."""
+STALL = 3
+"""Decision kind: where the event loop would wait for its next timer, how late it wakes up
+(option ``j`` = as late as the ``j``-th later deadline, so every timer due by then fires in
+that one iteration). The decision's ``actor`` is the stall in microseconds (for the label)."""
+ADDRESS = 4
+"""Decision kind, at step 0: which order of object addresses the run's tasks and futures hash
+in (option 0 = their creation order; see ``ControlledEventLoop.address_order``)."""
 
-TOKEN_PREFIX = "il1."
-"""Token format version 1. Bump when the meaning of a decision changes."""
+TOKEN_PREFIX = "il2."
+"""Token format version 2 (loop stalls and address orders). Bump when the meaning of a
+decision changes."""
+
+_OLD_PREFIXES = {
+    "il1.": (
+        "it was made by an earlier interlace, whose model had a timer-jitter window but no "
+        "loop stalls or address orders, so this version would misread its decisions"
+    ),
+}
 
 
 class Decision(NamedTuple):
@@ -120,7 +137,11 @@ class Settings:
         backend: ``"asyncio"`` or ``"threads"``.
         window: how many ready entries a decision may look past (bounds per-step cost).
         fairness: how many times in a row an entry may be postponed.
-        jitter_us: the timer-jitter window in microseconds (0 disables timer decisions).
+        stall_us: how long, in microseconds, the event loop may stall in one run, all stalls
+            together (``max_stall``): where it would wait for its next timer it may wake up
+            that much later, so timers due within the stall fire in one iteration. Also the
+            timer-jitter window: a timer created earlier may fire before one created later
+            whose deadline is within this of its own (0 disables both).
         time_slice: steps without clock movement after which the clock moves by as many
             microseconds (busy work takes time); in threads, also the switch interval.
         max_steps: the step budget (a run still going after it is a hang).
@@ -130,7 +151,7 @@ class Settings:
     backend: str = "asyncio"
     window: int = 8
     fairness: int = 8
-    jitter_us: int = 10_000
+    stall_us: int = 50_000
     time_slice: int = 1_000
     max_steps: int = 200_000
     max_time_us: int = 3_600_000_000
@@ -173,7 +194,7 @@ def encode_token(settings: Settings, decisions: Sequence[Decision]) -> str:
         _BACKENDS.index(settings.backend),
         settings.window,
         settings.fairness,
-        settings.jitter_us,
+        settings.stall_us,
         settings.time_slice,
         settings.max_steps,
         settings.max_time_us,
@@ -199,10 +220,16 @@ def decode_token(token: str) -> tuple[Settings, tuple[Decision, ...]]:
     """
     if not isinstance(token, str):
         raise ReplayTokenError(
-            f"a replay token is a str like 'il1.eJ...', got {type(token).__name__} {token!r}; "
-            "copy the token from the failure report"
+            f"a replay token is a str like '{TOKEN_PREFIX}eJ...', got "
+            f"{type(token).__name__} {token!r}; copy the token from the failure report"
         )
     text = token.strip()
+    for old, why in _OLD_PREFIXES.items():
+        if text.startswith(old):
+            raise ReplayTokenError(
+                f"replay token {token!r} is a version-{old[2:-1]} token: {why}. Re-run the "
+                "exploration with this version of interlace to get a new token"
+            )
     if not text.startswith(TOKEN_PREFIX):
         version = text.split(".", 1)[0] if "." in text else text[:8]
         raise ReplayTokenError(
@@ -235,11 +262,11 @@ def decode_token(token: str) -> tuple[Settings, tuple[Decision, ...]]:
         for _ in range(8):
             value, pos = _get_varint(data, pos)
             numbers.append(value)
-        backend, window, fairness, jitter, time_slice, max_steps, max_time, count = numbers
+        backend, window, fairness, stall, time_slice, max_steps, max_time, count = numbers
         if backend >= len(_BACKENDS):
             raise ValueError("it names no backend this version knows")
         settings = Settings(
-            _BACKENDS[backend], window, fairness, jitter, time_slice, max_steps, max_time
+            _BACKENDS[backend], window, fairness, stall, time_slice, max_steps, max_time
         )
         decisions = []
         step = 0

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from interlace._core.result import RunModel, RunResult
-from interlace._core.schedule import READY, THREAD, TIMER, Decision
+from interlace._core.schedule import ADDRESS, READY, STALL, THREAD, TIMER, Decision
 
 __all__ = (
     "STRATEGIES",
@@ -93,9 +93,40 @@ class Chooser:
         """Pick which of ``count`` timers due within the jitter window fires first."""
         return 0
 
+    def choose_stall(self, step: int, count: int) -> int:
+        """Where the loop would wait for its next timer: pick how late it wakes up, from
+        ``count`` options (0 = on time; ``j`` = as late as the ``j``-th later deadline)."""
+        return 0
 
-_PICKS = {READY: READY, THREAD: READY, TIMER: TIMER}
-"""Decision kind -> the method that takes it (``READY``: choose, ``TIMER``: choose_timer)."""
+    def choose_address(self, count: int) -> int:
+        """Before a run starts: pick which of ``count`` orders of object addresses its tasks
+        and futures hash in (0 = creation order)."""
+        return 0
+
+
+_PICKS = {READY: READY, THREAD: READY, TIMER: TIMER, STALL: STALL, ADDRESS: ADDRESS}
+"""Decision kind -> the method that takes it (``READY``: choose, ``TIMER``: choose_timer,
+``STALL``: choose_stall, ``ADDRESS``: choose_address)."""
+
+_STALL_CHANCE = 0.25
+"""How often a randomized chooser stalls the loop where it can (the stall budget then limits
+how much more it may): most runs of a random walk see one stall or none."""
+
+_RANDOM_ADDRESS_ORDERS = 0.5
+"""How often a randomized chooser runs its schedule under another address order than
+creation order."""
+
+
+def _random_address(rng: random.Random, count: int) -> int:
+    if count < 2 or rng.random() >= _RANDOM_ADDRESS_ORDERS:
+        return 0
+    return rng.randrange(1, count)
+
+
+def _random_stall(rng: random.Random, count: int) -> int:
+    if count < 2 or rng.random() >= _STALL_CHANCE:
+        return 0
+    return rng.randrange(1, count)
 
 
 class ReplayChooser(Chooser):
@@ -115,7 +146,9 @@ class ReplayChooser(Chooser):
     def __init__(
         self, decisions: Sequence[Decision], *, strict: bool, by_actor: bool = False
     ) -> None:
-        self._decisions = sorted(decisions, key=lambda d: (d.step, d.kind))
+        # By step only: the sort is stable, and a backend records a step's decisions in the
+        # order it asks for them.
+        self._decisions = sorted(decisions, key=lambda d: d.step)
         self._index = 0
         self.strict = strict
         self.by_actor = by_actor and not strict
@@ -134,13 +167,20 @@ class ReplayChooser(Chooser):
                 )
             self._index += 1
         found = None
-        if self._index < len(decisions):
-            candidate = decisions[self._index]
-            # A thread choice (THREAD) is taken through choose() like a ready choice: a
-            # step offers one or the other, never both.
-            if candidate.step == step and _PICKS.get(candidate.kind) == kind:
-                found = candidate
+        # A step may hold decisions of several kinds (a ready choice that advances the clock,
+        # then the stall of that wake-up): take the first one of this kind at this step. A
+        # thread choice (THREAD) is taken through choose() like a ready choice: a step offers
+        # one or the other, never both.
+        here = self._index
+        while here < len(decisions) and decisions[here].step == step:
+            if _PICKS.get(decisions[here].kind) == kind:
+                found = decisions[here]
+                if here != self._index:
+                    del decisions[here]
+                    decisions.insert(self._index, found)
                 self._index += 1
+                break
+            here += 1
         self.consult_at = decisions[self._index].step if self._index < len(decisions) else NEVER
         return found
 
@@ -181,6 +221,32 @@ class ReplayChooser(Chooser):
                 self.divergence = (
                     f"step {step} has {count} timer(s) due in the jitter window but the "
                     f"schedule fires timer {decision.choice}"
+                )
+            return 0
+        return decision.choice
+
+    def choose_stall(self, step: int, count: int) -> int:
+        decision = self._take(step, STALL)
+        if decision is None:
+            return 0
+        if decision.choice >= count:
+            if self.strict and self.divergence is None:
+                self.divergence = (
+                    f"step {step} offers the loop {count - 1} stall(s) within the stall "
+                    f"budget but the schedule stalls it to timer {decision.choice}"
+                )
+            return 0
+        return decision.choice
+
+    def choose_address(self, count: int) -> int:
+        decision = self._take(0, ADDRESS)
+        if decision is None:
+            return 0
+        if decision.choice >= count:
+            if self.strict and self.divergence is None:
+                self.divergence = (
+                    f"the run offers {count} address orders but the schedule takes order "
+                    f"{decision.choice}"
                 )
             return 0
         return decision.choice
@@ -249,6 +315,10 @@ class AnchoredChooser(Chooser):
         target = self._take(TIMER)
         return target if target is not None and 0 <= target < count else 0
 
+    def choose_stall(self, step: int, count: int) -> int:
+        target = self._take(STALL)
+        return target if target is not None and 0 <= target < count else 0
+
 
 class _RandomWalkChooser(Chooser):
     """Uniform choice among all options at every schedule point."""
@@ -271,6 +341,12 @@ class _RandomWalkChooser(Chooser):
 
     def choose_timer(self, step: int, count: int) -> int:
         return self._rng.randrange(count)
+
+    def choose_stall(self, step: int, count: int) -> int:
+        return _random_stall(self._rng, count)
+
+    def choose_address(self, count: int) -> int:
+        return _random_address(self._rng, count)
 
 
 class _Priorities(dict[int, float]):
@@ -329,6 +405,12 @@ class _PCTChooser(Chooser):
     def choose_timer(self, step: int, count: int) -> int:
         return self._rng.randrange(count)
 
+    def choose_stall(self, step: int, count: int) -> int:
+        return _random_stall(self._rng, count)
+
+    def choose_address(self, count: int) -> int:
+        return _random_address(self._rng, count)
+
 
 class _SparseDelayChooser(Chooser):
     """Stock order, except at randomly spaced steps where a random non-stock option is taken.
@@ -360,8 +442,18 @@ class _SparseDelayChooser(Chooser):
     def choose_timer(self, step: int, count: int) -> int:
         return self._rng.randrange(count)
 
+    def choose_stall(self, step: int, count: int) -> int:
+        return _random_stall(self._rng, count)
+
+    def choose_address(self, count: int) -> int:
+        return _random_address(self._rng, count)
+
 
 _Pending = tuple[tuple[int, ...], int, int, "RunModel | None"]
+
+EXHAUSTIVE_ADDRESS_ORDERS = 2
+"""How many address orders the exhaustive search explores: creation order (option 0, what
+every other decision is searched under) and its reverse."""
 
 
 class _DFSChooser(Chooser):
@@ -421,6 +513,14 @@ class _DFSChooser(Chooser):
             self.truncated = True
             return 0
         return self._next(count)
+
+    def choose_stall(self, step: int, count: int) -> int:
+        return self.choose_timer(step, count)
+
+    def choose_address(self, count: int) -> int:
+        # Creation order and its reverse: for two objects in a set, both orders (the
+        # random members draw from the other orders).
+        return self._next(min(count, EXHAUSTIVE_ADDRESS_ORDERS)) if count > 1 else 0
 
 
 class Strategy:
@@ -553,6 +653,10 @@ class ExhaustiveStrategy(Strategy):
         self._truncated = False
         self._bounded = False
         """Some schedule had more points past the bound: the bound left schedules out."""
+        self.orders_left = False
+        """Some run put two or more tasks or futures in a set, whose address orders the
+        search covers only two of (``EXHAUSTIVE_ADDRESS_ORDERS``), or ran code outside the
+        schedule."""
         # A pending schedule is (parent prefix, point index, option, model): its prefix is
         # the parent's, stock choices up to the point, then the option. Sharing the parent
         # tuple keeps a level of the search small in memory.
@@ -625,9 +729,14 @@ class ExhaustiveStrategy(Strategy):
         """True once every schedule was visited: exhausted, and no schedule at the bound had
         a point left to deviate at, so the bound left none out. No other strategy can find
         a schedule this one did not run or predict."""
-        return self.exhausted and not self._bounded
+        return self.exhausted and not self._bounded and not self.orders_left
 
     def finished(self, chooser: Chooser, steps: int, result: RunResult | None = None) -> None:
+        if result is not None and (result.hashed >= 2 or result.opaque):
+            # Tasks in a set iterate in one of many address orders, of which the search
+            # takes two; steps outside the schedule hide theirs: other strategies can still
+            # find schedules this one did not run.
+            self.orders_left = True
         model = result.model if self.reduce and result is not None else None
         if chooser.wants_model:
             self.recorded += 1

@@ -19,8 +19,9 @@ import types
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
+from interlace._core.explorer import address_order_text
 from interlace._core.result import RunResult, StepRecord
-from interlace._core.schedule import READY, THREAD, Decision, Settings
+from interlace._core.schedule import ADDRESS, READY, STALL, THREAD, Decision, Settings
 from interlace._core.strategy import Chooser
 from interlace.errors import UnsupportedOperationError
 from interlace.harness import _fault, _instrument, _interrupt, _kernel, _loop, _threads
@@ -112,7 +113,9 @@ class _Recorder:
         task = getattr(callback, "__self__", None)
         deviation = ""
         if loop.last_decision_step == step:
-            deviation = _deviation_text(loop.decisions[-1])
+            deviation = "; ".join(
+                _deviation_text(decision) for decision in loop.decisions if decision.step == step
+            )
         if isinstance(task, asyncio.Task):
             name = task.get_name()
             coro = task.get_coro()
@@ -208,7 +211,17 @@ def _deviation_text(decision: Decision) -> str:
             f"postponed the {decision.choice} entr{'y' if decision.choice == 1 else 'ies'} "
             "ready before it (await latency)"
         )
-    return f"timer {decision.choice} of those due within the jitter window fired first"
+    if decision.kind == STALL:
+        return (
+            f"the loop stalled {decision.actor / 1000:g} ms before this iteration (a blocking "
+            "call of that length on the loop), so the timers due by then fired together"
+        )
+    if decision.kind == ADDRESS:
+        return address_order_text(decision.choice)
+    return (
+        f"timer {decision.choice} of those due within {decision.actor / 1000:g} ms fired first "
+        "(it was created first; the code between the two calls took that long)"
+    )
 
 
 _STALL_SECONDS = _threads._STALL_SECONDS
@@ -557,6 +570,7 @@ class AsyncioBackend:
             trace=trace,
             divergence=divergence,
             opaque=loop.opaque or (ctl is not None and ctl.stock_loop_tasks),
+            hashed=loop.hashed,
             free_threaded=tuple(ctl.free_threaded) if ctl is not None else (),
             gil_points=tuple(ctl.gil_points) if ctl is not None else (),
         )

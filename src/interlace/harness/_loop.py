@@ -42,6 +42,7 @@ Invariant: one loop instance runs one schedule; all decisions it takes are in ``
 
 from __future__ import annotations
 
+import _weakrefset
 import asyncio
 import collections
 import concurrent.futures
@@ -57,7 +58,7 @@ from asyncio import events, format_helpers, futures
 from collections.abc import Callable, Sequence
 from typing import Any, overload
 
-from interlace._core.schedule import READY, TIMER, DecisionLog, Settings
+from interlace._core.schedule import ADDRESS, READY, STALL, TIMER, DecisionLog, Settings
 from interlace._core.strategy import NEVER, Chooser
 from interlace.errors import UnsupportedOperationError
 from interlace.harness import _fault, _instrument, _threads
@@ -90,15 +91,67 @@ class Diverged(_LoopSignal):
     """A strict replay asked for a decision the run does not offer."""
 
 
-class ControlledTask(asyncio.Task):  # type: ignore[type-arg]
-    """A ``Task`` whose hash is its creation number in the run.
+ADDRESS_ORDERS = 64
+"""How many orders of object addresses a run may hash its tasks and futures in (the
+``ADDRESS`` decision): creation order, its reverse, and pseudo-random ones."""
+
+_REVERSED = 1 << 40
+"""Hash base of the reversed creation order: ``_REVERSED - n`` puts a later object in a lower
+slot of a set's table, so a set of two iterates the later one first."""
+
+_WEAKREF_FILES = frozenset({weakref.__file__, _weakrefset.__file__})
+"""Where a hash only registers an object (``asyncio.all_tasks``'s weak set): no order the
+program sees."""
+
+
+def address_hash(number: int, order: int) -> int:
+    """The hash of the run's ``number``-th object under address order ``order``.
+
+    On a stock interpreter a task's hash comes from its address, so a set of tasks (what
+    ``asyncio.wait`` returns, a ``TaskGroup``'s) iterates in an order that differs from
+    process to process. Order 0 is creation order (the order of the lowest addresses, as a
+    fresh heap hands them out), 1 its reverse, and the others a fixed pseudo-random mix of
+    the number: every order a run takes is the same in every process, so a token replays.
+    """
+    if order == 0:
+        return number
+    if order == 1:
+        return _REVERSED - number
+    mixed = (number + order * 0x9E3779B97F4A7C15) * 0xBF58476D1CE4E5B9
+    return ((mixed ^ (mixed >> 31)) & ((1 << 61) - 1)) | 1
+
+
+class _AddressHashed:
+    """Tasks and futures of the run hash by their number in the run, in its address order.
+
+    Invariant: ``_il_hash`` is fixed when the object is made and never changes.
+    """
+
+    __slots__ = ()
+    _il_id: int
+    _il_hash: int
+    _il_seen: bool
+    _loop: Any
+
+    def __hash__(self) -> int:
+        # The first hash that puts the object where its order shows (a set, not the weak
+        # set of all tasks): the run depends on address order from here.
+        if not self._il_seen and sys._getframe(1).f_code.co_filename not in _WEAKREF_FILES:
+            self._il_seen = True  # type: ignore[misc]  # in the instance __dict__: no slots here
+            loop = self._loop
+            if isinstance(loop, ControlledEventLoop):
+                loop.hashed += 1
+        return self._il_hash
+
+
+class ControlledTask(_AddressHashed, asyncio.Task):  # type: ignore[type-arg]
+    """A ``Task`` whose hash is its creation number in the run, in the run's address order.
 
     ``TaskGroup``, ``asyncio.wait`` and anyio keep tasks in sets; with the default
     address-based hash their iteration order (and so the order of cancellations and wakeups)
-    would differ from run to run.
+    would differ from run to run, and no token could replay it. The order is a decision of
+    the run instead (``ADDRESS``).
     """
-
-    _il_id: int
 
     def __init__(
         self,
@@ -110,11 +163,13 @@ class ControlledTask(asyncio.Task):  # type: ignore[type-arg]
         il_id: int,
         **kwargs: Any,
     ) -> None:
-        self._il_id = il_id  # before super().__init__: 3.12+ registers (hashes) the task there
+        # Before super().__init__: 3.12+ registers (hashes) the task there.
+        self._il_id = il_id
+        self._il_hash = address_hash(il_id, getattr(loop, "address_order", 0))
+        self._il_seen = False
         super().__init__(coro, loop=loop, name=name, context=context, **kwargs)
 
-    def __hash__(self) -> int:
-        return self._il_id
+    __hash__ = _AddressHashed.__hash__
 
 
 def _eager_factory_code() -> types.CodeType | None:
@@ -137,17 +192,16 @@ def _builds_eager_tasks(factory: Callable[..., Any]) -> bool:
     return len(cells) == 1 and cells[0].cell_contents in plain
 
 
-class ControlledFuture(asyncio.Future):  # type: ignore[type-arg]
+class ControlledFuture(_AddressHashed, asyncio.Future):  # type: ignore[type-arg]
     """A ``Future`` with a per-run deterministic hash, for the same reason as tasks."""
-
-    _il_id: int
 
     def __init__(self, *, loop: asyncio.AbstractEventLoop, il_id: int) -> None:
         self._il_id = il_id
+        self._il_hash = address_hash(il_id, getattr(loop, "address_order", 0))
+        self._il_seen = False
         super().__init__(loop=loop)
 
-    def __hash__(self) -> int:
-        return self._il_id
+    __hash__ = _AddressHashed.__hash__
 
 
 # Why a handle became ready decides whether real timing could have made it later.
@@ -183,6 +237,11 @@ def grains(when: float) -> int:
         return round(when / GRAIN)
     return -sys.maxsize if when < 0 else sys.maxsize  # nan and inf: never due
 
+
+LAG = 0.01
+"""Seconds past the next timer a yield, a timer's wakeup or a job's callback may be postponed
+(loop lag): a wakeup that lags more than this is a loop stall, which is its own decision
+(``ControlledEventLoop._stall``) with its own budget."""
 
 CANCELLED = -1
 """``_il_budget`` of a cancelled handle: the option scan skips it."""
@@ -564,7 +623,15 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         self._settings = settings
         self._window = settings.window
         self._fairness = settings.fairness
-        self._jitter = settings.jitter_us / 1e6
+        self._jitter = settings.stall_us / 1e6
+        self._lag = min(LAG, self._jitter)
+        """How far past the next timer a ready entry may be postponed (await latency)."""
+        self._stall_left = settings.stall_us / 1e6
+        """What is left of the run's stall budget, in seconds (``_stall``)."""
+        self.stalled_us = 0
+        """How long the loop stalled in this run, all stalls together, in microseconds."""
+        self.hashed = 0
+        """How many tasks and futures the run hashed where their order shows (a set)."""
         self._time_slice = settings.time_slice
         self._max_steps = settings.max_steps
         self._max_time = settings.max_time_us / 1e6
@@ -591,6 +658,15 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         # step, kind, choice, actor, step, kind, ...: plain ints, so a random walk's thousands
         # of decisions add no objects for the garbage collector to visit while it runs.
         self._decisions: list[int] = []
+        self.divergence: str | None = None
+        # The address order comes first: every task's and future's hash depends on it.
+        self.address_order = chooser.choose_address(ADDRESS_ORDERS)
+        """Which order of addresses the run's tasks and futures hash in (``address_hash``)."""
+        if chooser.divergence is not None:
+            self.divergence = chooser.divergence
+        elif self.address_order:
+            self._decisions += (0, ADDRESS, self.address_order, 0)
+        self._refresh_consult()
         self._anchors: list[int] = []
         """Once the run has started a thread: each decision's index and anchor, as ``where``
         tells it, three ints a decision (``anchors``)."""
@@ -624,7 +700,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         self._log: list[tuple[int, Any]] | None = None
         """While a run is recorded for partial-order reduction: the timers created and the
         entries cancelled by the running step, in order."""
-        self.divergence: str | None = None
+
         self._il_built = True
 
     @property
@@ -1091,7 +1167,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
                 timer = self._pending_timer()
                 if timer is not None:
                     can_advance = (
-                        timer._when - self._now <= self._jitter
+                        timer._when - self._now <= self._lag
                         and all(
                             entry._il_timer is None or self._overtakes(timer, entry._il_timer)
                             for entry in ready
@@ -1386,8 +1462,12 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
             return
         if advance:
             when = first._when
-            if self._jitter > 0.0 and len(scheduled) > 1:
-                when = self._jitter_pick(first)
+            if len(scheduled) > 1:
+                stall = self._stall(first) if self._stall_left > 0.0 else None
+                if stall is not None:
+                    when = stall
+                elif self._jitter > 0.0:
+                    when = self._jitter_pick(first)
             # Waking up takes time on a real clock: the clock reads a grain past the timer's
             # deadline, and later than before even for a timer that was due already (a
             # sleep of a float rounding error would otherwise fire again and again at one
@@ -1420,10 +1500,64 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         if self._mixed is not None:
             self._mixed.clock_moved()
 
-    def _jitter_pick(self, first: _Timer) -> float:
-        """Let the chooser pick which timer due within the jitter window fires first."""
+    def _stall(self, first: _Timer) -> float | None:
+        """The loop would wait for ``first``: let the chooser pick how late it wakes up.
+
+        On a stock loop the wake-up for a timer comes late whenever the loop's thread does
+        not run for a while: a blocking call in the step before (JSON parsing, a tokenizer, a
+        sync SDK call), a garbage-collector pause, the process descheduled. Every timer due
+        by then fires in that one iteration, in deadline order, and what their callbacks
+        queue runs in that order (a timeout's callback before the task its sleep woke, when
+        the timeout's deadline came first or was created first). Option ``j`` wakes up at the
+        ``j``-th distinct later deadline within what is left of the run's stall budget.
+        Returns the deadline to wake up at, or None to wake up on time.
+        """
         scheduled = self._scheduled
-        limit = first._when + self._jitter
+        # Timers within a grain of the first fire with it anyway (``_fire_due``).
+        floor = first._when + GRAIN + self._clock_resolution
+        reach = first._when + self._stall_left
+        deadlines: list[float] = []
+        popped: list[_Timer] = []
+        while scheduled and len(deadlines) < self._window:
+            timer = heapq.heappop(scheduled)
+            popped.append(timer)
+            if timer._cancelled:
+                continue
+            if timer._when > reach:
+                break
+            if timer._when >= floor and (not deadlines or timer._when > deadlines[-1] + GRAIN):
+                deadlines.append(timer._when)
+        for timer in popped:
+            heapq.heappush(scheduled, timer)
+        if not deadlines:
+            return None
+        step = self._step + 1
+        chooser = self._chooser
+        choice = chooser.choose_stall(step, len(deadlines) + 1)
+        if chooser.divergence is not None:
+            self.divergence = chooser.divergence
+            raise Diverged(chooser.divergence)
+        if not choice:
+            return None
+        when = deadlines[choice - 1]
+        stall = when - first._when
+        self._stall_left -= stall
+        stall_us = max(1, round(stall * 1e6))
+        self.stalled_us += stall_us
+        self._decisions.extend((step, STALL, choice, stall_us))
+        if self._mixed is not None:
+            self._anchors += (len(self._decisions) // 4 - 1, *self._mixed.where())
+        return when
+
+    def _jitter_pick(self, first: _Timer) -> float:
+        """Let the chooser pick which timer due within the jitter window fires first.
+
+        A timer created before ``first`` overtakes it when ``first``'s deadline drifted past
+        its own: the code between the two calls took that long (a stall inside a step). The
+        drift comes out of the run's stall budget, as a stall between steps does.
+        """
+        scheduled = self._scheduled
+        limit = first._when + min(self._jitter, self._stall_left)
         window: list[_Timer] = []
         while scheduled and len(window) < self._window and scheduled[0]._when <= limit:
             timer = heapq.heappop(scheduled)
@@ -1452,7 +1586,11 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
                 raise Diverged(divergence)
             if choice:
                 pick = options[choice]
-                self._decisions.extend((step, TIMER, choice, 0))
+                drift = window[pick]._when - first._when
+                self._stall_left -= drift
+                drift_us = max(1, round(drift * 1e6))
+                self.stalled_us += drift_us
+                self._decisions.extend((step, TIMER, choice, drift_us))
                 if self._mixed is not None:
                     self._anchors += (len(self._decisions) // 4 - 1, *self._mixed.where())
         chosen = window[pick] if window else None

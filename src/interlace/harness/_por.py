@@ -200,6 +200,7 @@ class ModelRecorder:
             tuple(self._initial),
             tuple(self._order),
             tuple(self._footprints),
+            address_order=self.loop.address_order,
         )
 
 
@@ -220,8 +221,13 @@ class AsyncioRunModel:
         initial: tuple[int, ...],
         order: tuple[int, ...],
         footprints: tuple[Footprint | None, ...],
+        *,
+        address_order: int = 0,
     ) -> None:
         self.settings = settings
+        self.address_order = address_order
+        """The run's address order: a schedule under another one may iterate sets of tasks
+        in another order, which the recorded steps do not show, so it is never predicted."""
         self.entries = entries
         self.effects = effects
         self.initial = initial
@@ -245,6 +251,8 @@ class AsyncioRunModel:
         loop = ControlledEventLoop(chooser, self.settings)
         replay = _Replay(self, loop)
         try:
+            if loop.address_order != self.address_order:
+                return False
             return replay.run()
         except (_Unpredictable, Blocked, OverBudget, Diverged):
             return False

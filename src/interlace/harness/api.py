@@ -33,6 +33,14 @@ __all__ = ("explore", "replay")
 
 DEFAULT_MAX_SCHEDULES = 1000
 DEFAULT_STRATEGY = "auto"
+DEFAULT_MAX_STALL = 0.05
+"""Seconds the event loop may stall in one run (``max_stall``); see docs/harness.md, "Loop
+stalls", for the measurements behind it."""
+MSG_JITTER_RENAMED = (
+    "jitter={value!r} {source}: the timer-jitter window is now part of the loop-stall model; "
+    "write max_stall={value!r} instead (seconds the event loop may stall in a run; timers "
+    "due within it may also fire out of deadline order)"
+)
 DEFAULT_STALL_TIMEOUT = _STALL_SECONDS
 
 # Notes for a failure whose cause is not the schedule it reports, one text for explore(), the
@@ -333,7 +341,7 @@ def explore(
     seed: int | None = None,
     max_steps: int = 200_000,
     max_time: float = 3600.0,
-    jitter: float = 0.01,
+    max_stall: float = DEFAULT_MAX_STALL,
     bound: int = 2,
     depth: int = 3,
     max_seconds: float | None = None,
@@ -341,6 +349,7 @@ def explore(
     progress: Callable[[int, int], None] | None = None,
     hints: ReplayHints | None = None,
     instrument: Sequence[str] = (),
+    jitter: float | None = None,
 ) -> Exploration:
     """Run ``target`` under many schedules and return the first failure, shrunk.
 
@@ -362,7 +371,12 @@ def explore(
         seed: makes the exploration repeatable; None picks one (see ``Exploration.seed``).
         max_steps: steps one schedule may take before it counts as a hang.
         max_time: virtual seconds one schedule may take before it counts as a hang.
-        jitter: seconds within which timers may fire out of deadline order (0 disables).
+        max_stall: seconds the event loop may stall in one run, all stalls together (a
+            blocking call on the loop, a garbage-collector pause, the process descheduled):
+            where the loop would wait for its next timer it may wake up that much later, so
+            the timers due by then fire in one iteration, in deadline order. Timers due
+            within it of each other may also fire out of deadline order (timer jitter).
+            0 explores neither.
         bound: deviations per schedule for the exhaustive search.
         depth: the bug depth PCT targets.
         max_seconds: a wall-clock budget for the whole exploration, or None; no schedule
@@ -383,6 +397,7 @@ def explore(
             threads, and an ``async def`` function's executor jobs (``asyncio.to_thread``,
             ``run_in_executor``); by default only code outside the standard library and
             site-packages does.
+        jitter: removed: raises ``ConfigError`` naming ``max_stall``, which replaced it.
 
     Returns:
         The :class:`~interlace.Exploration`: ``failure`` is None when every schedule passed.
@@ -413,7 +428,9 @@ def explore(
     _check_int("bound", bound, 0, source)
     _check_int("depth", depth, 1, source)
     max_time = _check_number("max_time", max_time, 0.0, source)
-    jitter = _check_number("jitter", jitter, 0.0, source)
+    if jitter is not None:
+        raise ConfigError(MSG_JITTER_RENAMED.format(value=jitter, source=source))
+    max_stall = _check_number("max_stall", max_stall, 0.0, source)
     if max_seconds is not None:
         max_seconds = _check_number("max_seconds", max_seconds, 0.0, source)
     stall_timeout = _check_timeout("stall_timeout", stall_timeout, source)
@@ -422,7 +439,7 @@ def explore(
         seed = random.SystemRandom().randrange(2**32)
     settings = Settings(
         backend=_backend_name(target),
-        jitter_us=round(jitter * 1e6),
+        stall_us=round(max_stall * 1e6),
         max_steps=max_steps,
         max_time_us=round(max_time * 1e6),
     )

@@ -22,6 +22,7 @@ import importlib.util
 import inspect
 import json
 import os
+import shlex
 import sys
 import time
 import traceback
@@ -56,7 +57,7 @@ MSG_AVAILABLE = "its functions are: {names}"
 MSG_NONE_AVAILABLE = "it defines no functions"
 MSG_EXPLORE_FAILED = "found {article} {kind} after {schedules} ({seed_part}, {elapsed:.2f} s)"
 MSG_EXPLORE_PASSED = "no failure in {schedules} ({seed_part}{exhausted}, {elapsed:.2f} s)"
-MSG_EXHAUSTED = "; the bounded space was explored completely"
+MSG_EXHAUSTED = "; explored completely: {space}"
 MSG_EXPLORE_OPAQUE = "{summary}; {opaque}"
 MSG_REPLAY_FAILED = "the schedule still fails: {kind} ({steps})"
 MSG_REPLAY_PASSED = "the schedule no longer fails: {spec} ran to completion under it"
@@ -95,7 +96,7 @@ _STALL_TIMEOUT_HELP = (
 )
 _FORMAT_HELP = (
     "text (default): the report on stdout; json: one JSON object on stdout with the keys "
-    "target, error, failure, schedules, exhausted, opaque, strategy, seed, elapsed (only "
+    "target, error, failure, schedules, exhausted, space, opaque, strategy, seed, elapsed (only "
     "target and error, with exit status 2, when the function cannot be imported or run)"
 )
 
@@ -167,10 +168,21 @@ def _strategies() -> tuple[str, ...]:
     return tuple(STRATEGIES)
 
 
+MSG_JITTER_FLAG = (
+    "--jitter was replaced by --max-stall (the timer-jitter window is now part of the "
+    "loop-stall model): write --max-stall {value}"
+)
+
+
+def _jitter_renamed(value: str) -> float:
+    raise argparse.ArgumentTypeError(MSG_JITTER_FLAG.format(value=shlex.quote(value)))
+
+
 def add_explore_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add the ``explore`` subcommand to ``interlace``'s argparse subparsers."""
     from interlace.harness.api import (
         DEFAULT_MAX_SCHEDULES,
+        DEFAULT_MAX_STALL,
         DEFAULT_STALL_TIMEOUT,
         DEFAULT_STRATEGY,
     )
@@ -241,13 +253,16 @@ def add_explore_parser(subparsers: Any) -> argparse.ArgumentParser:
         help=_STALL_TIMEOUT_HELP.format(default=DEFAULT_STALL_TIMEOUT),
     )
     parser.add_argument(
-        "--jitter",
+        "--max-stall",
         type=_seconds,
         default=None,
         metavar="SECONDS",
-        help="timers due within this many seconds of each other may fire in either order, "
-        "as real timer jitter allows (default 0.01; 0 disables timer reordering)",
+        help="seconds the event loop may stall in one schedule, all stalls together (a "
+        "blocking call on the loop, a GC pause): the timers due by then fire in one "
+        "iteration, and timers due within it of each other may fire out of order "
+        f"(default {DEFAULT_MAX_STALL:g}; 0 explores neither)",
     )
+    parser.add_argument("--jitter", type=_jitter_renamed, help=argparse.SUPPRESS)
     parser.add_argument(
         "--bound",
         type=_whole(0),
@@ -559,7 +574,7 @@ def run_explore(
     options: dict[str, Any] = {}
     if args.max_steps is not None:
         options["max_steps"] = args.max_steps
-    for name in ("max_time", "max_seconds", "stall_timeout", "jitter", "bound", "depth"):
+    for name in ("max_time", "max_seconds", "stall_timeout", "max_stall", "bound", "depth"):
         if getattr(args, name) is not None:
             options[name] = getattr(args, name)
     instrument = _instrument(args.instrument)
@@ -592,6 +607,7 @@ def run_explore(
             "failure": _failure_json(failure),
             "schedules": exploration.schedules,
             "exhausted": exploration.exhausted,
+            "space": exploration.space,
             "opaque": exploration.opaque,
             "strategy": exploration.strategy,
             "seed": exploration.seed,
@@ -614,7 +630,9 @@ def run_explore(
         summary = MSG_EXPLORE_PASSED.format(
             schedules=schedules,
             seed_part=_seed_part(exploration),
-            exhausted=MSG_EXHAUSTED if exploration.exhausted else "",
+            exhausted=MSG_EXHAUSTED.format(space=exploration.space)
+            if exploration.exhausted
+            else "",
             elapsed=exploration.elapsed,
         )
         opaque = explain_opaque(exploration)

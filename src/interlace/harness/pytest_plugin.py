@@ -56,7 +56,7 @@ RUNNER_NAME = "interlace-runner"
 
 MARKER_HELP = (
     "interlace(max_schedules=..., strategy=..., seed=..., max_steps=..., max_time=..., "
-    "jitter=..., bound=..., depth=..., max_seconds=..., stall_timeout=..., instrument=[...]): "
+    "max_stall=..., bound=..., depth=..., max_seconds=..., stall_timeout=..., instrument=[...]): "
     "run this test under interlace.explore, many deterministic schedules: an async def test "
     "on a controlled event loop, a plain test with every thread it starts under control; a "
     "failure shows the shrunk schedule and the command line that replays it"
@@ -84,6 +84,17 @@ MSG_MARKER_POSITIONAL = (
     "@pytest.mark.interlace(max_schedules=200)"
 )
 MSG_MARKER_UNKNOWN = "@pytest.mark.interlace got an unknown argument {name!r}: use one of {choices}"
+MSG_MARKER_RENAMED = (
+    "@pytest.mark.interlace got {name}={value!r}, which was replaced by {new}: write "
+    "{new}={value!r} ({why})"
+)
+_RENAMED_KNOBS = {
+    "jitter": (
+        "max_stall",
+        "the timer-jitter window is now part of the loop-stall model: seconds the event loop "
+        "may stall in a schedule",
+    )
+}
 MSG_BAD_TOKEN = "--interlace-replay={token!r} from the command line is not usable: {reason}"
 MSG_ANYIO_BACKEND = (
     "{nodeid} is marked @pytest.mark.interlace but runs on the anyio backend {backend!r}: "
@@ -106,6 +117,7 @@ MSG_EXPLORED = (
     "{elapsed:.2f} s)"
 )
 MSG_EXHAUSTED = ", bounded space exhausted"
+MSG_SPACE = "{line}\n  exhausted: {space}"
 MSG_EXPLORED_OPAQUE = "{line}; {opaque}"
 MSG_REPLAY_PASSED = (
     "{nodeid}: the schedule in --interlace-replay no longer fails (the test ran to completion "
@@ -140,7 +152,7 @@ _MARKER_KNOBS: dict[str, tuple[str, float, str]] = {
     "seed": ("whole", 0, "12345"),
     "max_steps": ("whole", 1, "200000"),
     "max_time": ("number", 0.0, "3600.0"),
-    "jitter": ("number", 0.0, "0.01"),
+    "max_stall": ("number", 0.0, "0.05"),
     "bound": ("whole", 0, "2"),
     "depth": ("whole", 1, "3"),
     "max_seconds": ("number", 0.0, "60.0"),
@@ -148,7 +160,15 @@ _MARKER_KNOBS: dict[str, tuple[str, float, str]] = {
     "instrument": ("modules", 0, "['mypackage', 'src/vendored/']"),
 }
 # The knobs that can also come from the command line, the environment and the ini file.
-_CONFIG_KNOBS = ("max_schedules", "strategy", "seed", "max_seconds", "stall_timeout", "instrument")
+_CONFIG_KNOBS = (
+    "max_schedules",
+    "strategy",
+    "seed",
+    "max_seconds",
+    "max_stall",
+    "stall_timeout",
+    "instrument",
+)
 _TEXT_MODULES_EXAMPLE = "'mypackage,src/vendored/'"
 
 
@@ -321,6 +341,9 @@ def _marker_settings(item: pytest.Item) -> dict[str, object]:
         raise _Invalid(MSG_MARKER_POSITIONAL.format(args=marker.args))
     settings: dict[str, object] = {}
     for name, value in marker.kwargs.items():
+        if name in _RENAMED_KNOBS:
+            new, why = _RENAMED_KNOBS[name]
+            raise _Invalid(MSG_MARKER_RENAMED.format(name=name, value=value, new=new, why=why))
         if name not in _MARKER_KNOBS:
             raise _Invalid(MSG_MARKER_UNKNOWN.format(name=name, choices=", ".join(_MARKER_KNOBS)))
         checked = _check(name, name, value, SOURCE_MARKER)
@@ -369,6 +392,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "max_seconds wins). Env: INTERLACE_MAX_SECONDS; ini: interlace_max_seconds",
     )
     group.addoption(
+        _option("max_stall"),
+        dest=_ini("max_stall"),
+        metavar="SECONDS",
+        default=None,
+        help="seconds the event loop may stall in one schedule of an async def test, all "
+        "stalls together (a blocking call on the loop, a GC pause): the timers due by then "
+        "fire in one iteration, and timers due within it of each other may fire out of order "
+        "(default 0.05; 0 explores neither; the marker's max_stall wins). "
+        "Env: INTERLACE_MAX_STALL; ini: interlace_max_stall",
+    )
+    group.addoption(
         _option("stall_timeout"),
         dest=_ini("stall_timeout"),
         metavar="SECONDS",
@@ -403,6 +437,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(_ini("strategy"), "interlace: the exploration strategy", default="")
     parser.addini(_ini("seed"), "interlace: a seed that makes explorations repeatable", default="")
     parser.addini(_ini("max_seconds"), "interlace: a wall-clock budget per marked test", default="")
+    parser.addini(
+        _ini("max_stall"),
+        "interlace: seconds the event loop may stall in one schedule of a marked test",
+        default="",
+    )
     parser.addini(
         _ini("stall_timeout"),
         "interlace: real seconds one step of a marked test may run without a schedule point",
@@ -887,7 +926,7 @@ def _invoked_nodeid(item: pytest.Item) -> str:
 def _explored_line(nodeid: str, exploration: Exploration) -> str:
     failure = exploration.failure
     outcome = "no failure" if failure is None else f"{_article(failure.kind)} {failure.kind} found"
-    return MSG_EXPLORED.format(
+    line = MSG_EXPLORED.format(
         nodeid=nodeid,
         outcome=outcome,
         schedules=_plural(exploration.schedules, "schedule"),
@@ -896,3 +935,6 @@ def _explored_line(nodeid: str, exploration: Exploration) -> str:
         exhausted=MSG_EXHAUSTED if exploration.exhausted else "",
         elapsed=exploration.elapsed,
     )
+    if exploration.space:
+        line = MSG_SPACE.format(line=line, space=exploration.space)
+    return line
