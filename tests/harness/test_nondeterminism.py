@@ -229,7 +229,9 @@ def test_exhausted_names_the_space_it_covered() -> None:
     assert exploration.exhausted
     assert exploration.space.startswith("every schedule with at most 2 deviations")
     assert "loop stalls of up to 50 ms in a run" in exploration.space
-    assert "creation order and its reverse" in exploration.space
+    assert "two address orders, insertion order and about reverse creation order" in (
+        exploration.space
+    )
 
 
 def test_a_search_with_address_orders_left_goes_on_with_the_random_walk() -> None:

@@ -123,7 +123,7 @@ def label_for(
 
 def address_order_text(order: int) -> str:
     """How a report names address order ``order`` (the harness's ``address_hash``)."""
-    which = "reverse creation order" if order == 1 else f"address order #{order}"
+    which = "about reverse creation order" if order == 1 else f"address order #{order}"
     return f"tasks and futures hashed in {which} (as their addresses may be on a stock run)"
 
 
@@ -797,12 +797,18 @@ def describe_space(strategy: Strategy, settings: Settings) -> str:
     if settings.stall_us:
         kinds.append(f"loop stalls of up to {stall} in a run")
         kinds.append(f"timers due within {stall} of each other fired out of order")
-    kinds.append(
-        "any address order (no run put two tasks or futures in a set)"
-        if not search.orders_left
-        else "tasks and futures hashed in creation order and its reverse (sets of three or "
-        "more have more orders, which the random walks sample)"
-    )
+    if not search.orders_left:
+        kinds.append("any address order (no run put two tasks or futures in a set)")
+    elif search.address_orders > 1:
+        kinds.append(
+            "tasks and futures hashed in two address orders, insertion order and about "
+            "reverse creation order (stock can give others, which the random walks sample)"
+        )
+    else:
+        kinds.append(
+            "tasks and futures hashed in insertion order only (stock order put no two in a "
+            "set; stock can give other orders, which the random walks sample)"
+        )
     scope = (
         "every schedule there is"
         if search.complete

@@ -452,8 +452,8 @@ class _SparseDelayChooser(Chooser):
 _Pending = tuple[tuple[int, ...], int, int, "RunModel | None"]
 
 EXHAUSTIVE_ADDRESS_ORDERS = 2
-"""How many address orders the exhaustive search explores: creation order (option 0, what
-every other decision is searched under) and its reverse."""
+"""How many address orders the exhaustive search explores: insertion order (option 0, what
+every other decision is searched under) and about reverse creation order."""
 
 
 class _DFSChooser(Chooser):
@@ -479,6 +479,8 @@ class _DFSChooser(Chooser):
         self.max_points = self._max_points = max(max_points, len(prefix))
         self.truncated = False
         """True if the run went on past ``max_points`` schedule points without recording them."""
+        self.address_point: int | None = None
+        """The index in ``points`` of the run's address-order choice, if it had one."""
 
     def _next(self, options: int) -> int:
         index = len(self.points)
@@ -518,9 +520,12 @@ class _DFSChooser(Chooser):
         return self.choose_timer(step, count)
 
     def choose_address(self, count: int) -> int:
-        # Creation order and its reverse: for two objects in a set, both orders (the
-        # random members draw from the other orders).
-        return self._next(min(count, EXHAUSTIVE_ADDRESS_ORDERS)) if count > 1 else 0
+        # Insertion order and about reverse creation order (the random members draw from
+        # the other orders).
+        if count < 2:
+            return 0
+        self.address_point = len(self.points)
+        return self._next(min(count, EXHAUSTIVE_ADDRESS_ORDERS))
 
 
 class Strategy:
@@ -653,10 +658,13 @@ class ExhaustiveStrategy(Strategy):
         self._truncated = False
         self._bounded = False
         """Some schedule had more points past the bound: the bound left schedules out."""
+        self.address_orders = 1
+        """How many address orders the search runs every schedule under (two once the
+        stock run put two tasks or futures in a set)."""
         self.orders_left = False
         """Some run put two or more tasks or futures in a set, whose address orders the
         search covers only two of (``EXHAUSTIVE_ADDRESS_ORDERS``), or ran code outside the
-        schedule."""
+        schedule: other strategies may still find what this one did not run."""
         # A pending schedule is (parent prefix, point index, option, model): its prefix is
         # the parent's, stock choices up to the point, then the option. Sharing the parent
         # tuple keeps a level of the search small in memory.
@@ -732,6 +740,17 @@ class ExhaustiveStrategy(Strategy):
         return self.exhausted and not self._bounded and not self.orders_left
 
     def finished(self, chooser: Chooser, steps: int, result: RunResult | None = None) -> None:
+        if (
+            isinstance(chooser, _DFSChooser)
+            and not chooser.prefix_taken
+            and chooser.address_point is not None
+        ):
+            # The stock run: its address order is worth a second only if it put two tasks
+            # or futures in a set (a run that did not runs the same under every order).
+            if result is not None and result.hashed >= 2:
+                self.address_orders = EXHAUSTIVE_ADDRESS_ORDERS
+            else:
+                chooser.points[chooser.address_point] = 1
         if result is not None and (result.hashed >= 2 or result.opaque):
             # Tasks in a set iterate in one of many address orders, of which the search
             # takes two; steps outside the schedule hide theirs: other strategies can still

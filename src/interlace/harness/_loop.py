@@ -93,11 +93,13 @@ class Diverged(_LoopSignal):
 
 ADDRESS_ORDERS = 64
 """How many orders of object addresses a run may hash its tasks and futures in (the
-``ADDRESS`` decision): creation order, its reverse, and pseudo-random ones."""
+``ADDRESS`` decision): insertion order, roughly reverse creation order, and pseudo-random
+ones."""
 
-_REVERSED = 1 << 40
-"""Hash base of the reversed creation order: ``_REVERSED - n`` puts a later object in a lower
-slot of a set's table, so a set of two iterates the later one first."""
+_SLOT_BITS = 8
+"""Order 0 leaves this many low bits of every hash zero: in a set's table of up to
+``2 ** _SLOT_BITS`` slots (sets of up to about 150 objects) every object then starts at the
+same slot and is placed at the next free one, so the set iterates in insertion order."""
 
 _WEAKREF_FILES = frozenset({weakref.__file__, _weakrefset.__file__})
 """Where a hash only registers an object (``asyncio.all_tasks``'s weak set): no order the
@@ -109,14 +111,16 @@ def address_hash(number: int, order: int) -> int:
 
     On a stock interpreter a task's hash comes from its address, so a set of tasks (what
     ``asyncio.wait`` returns, a ``TaskGroup``'s) iterates in an order that differs from
-    process to process. Order 0 is creation order (the order of the lowest addresses, as a
-    fresh heap hands them out), 1 its reverse, and the others a fixed pseudo-random mix of
-    the number: every order a run takes is the same in every process, so a token replays.
+    process to process. Order 0 makes small sets iterate in the order objects were added to
+    them (the order freshly allocated objects often get, and what a quiet process gives
+    one loop iteration after another); order 1 puts a later-created object first in a small
+    set (unless the two numbers differ by a multiple of the table's size); the others mix the
+    number pseudo-randomly. Every order is the same in every process, so a token replays.
     """
     if order == 0:
-        return number
+        return number << _SLOT_BITS
     if order == 1:
-        return _REVERSED - number
+        return (number << _SLOT_BITS) | (-number & ((1 << _SLOT_BITS) - 1))
     mixed = (number + order * 0x9E3779B97F4A7C15) * 0xBF58476D1CE4E5B9
     return ((mixed ^ (mixed >> 31)) & ((1 << 61) - 1)) | 1
 
