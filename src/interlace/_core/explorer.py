@@ -397,8 +397,10 @@ def make_failure(
     hints: ReplayHints,
     *,
     recorded: RunResult | None = None,
+    unfold: bool = False,
 ) -> Failure:
-    """Record the schedule once more, step by step, and build the public ``Failure``."""
+    """Record the schedule once more, step by step, and build the public ``Failure``
+    (``unfold``: its report shows every recorded step, see :func:`format_report`)."""
     if recorded is None:
         recorded = backend.run(ReplayChooser(best.decisions, strict=True), record=True)
         if not recorded.same_failure(best):  # a nondeterministic target: keep what we had
@@ -408,7 +410,7 @@ def make_failure(
     token = encode_token(backend.settings, best.decisions)
     assert best.kind is not None
     label = label_for(best.decisions, backend.settings.backend, recorded.free_threaded)
-    report = format_report(recorded, best, shrunk_from, label, token, hints)
+    report = format_report(recorded, best, shrunk_from, label, token, hints, unfold=unfold)
     exception = recorded.exception if recorded.kind == "exception" else None
     if exception is not None:
         exception.add_note(_exception_note(label, token, hints, best.steps, shrunk_from))
@@ -523,15 +525,21 @@ def format_report(
     label: str,
     token: str,
     hints: ReplayHints,
+    *,
+    unfold: bool = False,
 ) -> str:
-    """The human report: the numbered schedule, what failed, the label, how to replay."""
+    """The human report: the numbered schedule, what failed, the label, how to replay.
+
+    Runs of steps in library code and of identical steps read as one line each
+    (:func:`_runs`); with ``unfold`` every recorded step has its own line.
+    """
     steps = best.steps
     lines = [f"Failing schedule ({_size(steps, shrunk_from)}):"]
     trace = recorded.trace
     if trace and trace[0].step > 1:
         lines.append(f"  ... {trace[0].step - 1} earlier steps not shown ...")
     width = len(str(max(steps, trace[-1].step if trace else 0)))
-    for folded, run in _runs(trace):
+    for folded, run in _runs(trace, unfold=unfold):
         record = run[0]
         if folded == "library":
             lines.append(_library_line(run, width))
@@ -593,12 +601,18 @@ def _library_line(run: Sequence[StepRecord], width: int) -> str:
     )
 
 
-def _runs(trace: Sequence[StepRecord]) -> Iterator[tuple[str, list[StepRecord]]]:
+def _runs(
+    trace: Sequence[StepRecord], *, unfold: bool = False
+) -> Iterator[tuple[str, list[StepRecord]]]:
     """The trace in runs, each with how it is shown: a ``"step"`` alone; ``"same"``, for
     ``_SAME_STEP_RUN`` or more consecutive steps that read the same but for their numbers; or
     ``"library"``, for ``_LIBRARY_RUN`` or more consecutive steps in library code. No run
     holds a deviation; a library run holds neither the step before one (where the schedule
-    leaves stock order) nor the last step (where it failed)."""
+    leaves stock order) nor the last step (where it failed). With ``unfold``, every step
+    alone."""
+    if unfold:
+        yield from (("step", [record]) for record in trace)
+        return
 
     def key(record: StepRecord) -> tuple[str, str, str, str]:
         return (record.actor, record.action, record.resumed, record.suspended)
@@ -641,8 +655,10 @@ def explore_backend(
     hints: ReplayHints,
     max_seconds: float | None = None,
     progress: Callable[[int, int], None] | None = None,
+    unfold: bool = False,
 ) -> Exploration:
-    """Run schedules until one fails, the budget is spent or the bounded space is exhausted."""
+    """Run schedules until one fails, the budget is spent or the bounded space is exhausted
+    (``unfold``: the failure's report shows every recorded step)."""
     started = time.monotonic()
     schedules = 0
     failure: Failure | None = None
@@ -667,7 +683,7 @@ def explore_backend(
             if max_seconds is not None:
                 seconds = min(seconds, max(0.0, max_seconds - (time.monotonic() - started)))
             best, _ = shrink(backend, result, max_seconds=seconds)
-            failure = make_failure(backend, best, result.steps, hints)
+            failure = make_failure(backend, best, result.steps, hints, unfold=unfold)
             break
     return Exploration(
         failure=failure,
