@@ -645,6 +645,14 @@ def _configure(pytester: pytest.Pytester, *args: str) -> plugin._Runner:
             ["--interlace-stall-timeout=0.5"],
             {"stall_timeout": 0.5},
         ),
+        ({"interlace_unfold": "true"}, {}, [], {"unfold": True}),
+        ({"interlace_unfold": "Yes"}, {"INTERLACE_UNFOLD": "0"}, [], {"unfold": False}),
+        (
+            {"interlace_unfold": "off"},
+            {"INTERLACE_UNFOLD": "no"},
+            ["--interlace-unfold"],
+            {"unfold": True},
+        ),
     ],
 )
 def test_command_line_beats_environment_beats_ini(
@@ -720,6 +728,103 @@ def test_a_bad_value_names_its_setting_and_source(
     with pytest.raises(pytest.UsageError) as caught:
         _configure(pytester, *args)
     assert str(caught.value) == expected
+
+
+@pytest.mark.parametrize(("source", "value"), [("ini", "maybe"), ("env", "2"), ("env", "truee")])
+def test_a_flag_that_is_not_yes_or_no_names_its_setting_and_source(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, source: str, value: str
+) -> None:
+    for name in plugin._CONFIG_KNOBS:
+        monkeypatch.delenv(plugin._env(name), raising=False)
+    if source == "ini":
+        pytester.makeini(f"{INI}interlace_unfold = {value}\n")
+        setting, where = "interlace_unfold", plugin.SOURCE_INI
+    else:
+        pytester.makeini(INI)
+        monkeypatch.setenv("INTERLACE_UNFOLD", value)
+        setting, where = "INTERLACE_UNFOLD", plugin.SOURCE_ENVIRONMENT
+    with pytest.raises(pytest.UsageError) as caught:
+        _configure(pytester)
+    assert str(caught.value) == plugin.MSG_NOT_FLAG.format(
+        setting=setting, value=value, source=where, example=plugin._TEXT_FLAG_EXAMPLE
+    )
+
+
+THROUGH_ASYNCIO = """
+import asyncio
+
+import pytest
+
+
+async def _scenario():
+    state = {"n": 0}
+
+    async def bump():
+        n = state["n"]
+        await asyncio.sleep(0)
+        state["n"] = n + 1
+
+    # Steps of asyncio's own code (the sleeps' tasks and gather's callbacks), folded.
+    await asyncio.gather(*(asyncio.sleep(0) for _ in range(6)))
+    await asyncio.gather(bump(), bump())
+    assert state["n"] == 2, state
+
+
+@pytest.mark.interlace(seed=4, max_schedules=200)
+async def test_folded():
+    await _scenario()
+
+
+@pytest.mark.interlace(seed=4, max_schedules=200, unfold=True)
+async def test_unfolded():
+    await _scenario()
+
+
+@pytest.mark.interlace(unfold="yes")
+async def test_bad_flag():
+    pass
+"""
+
+
+def _section(output: str, nodeid: str) -> str:
+    """The report section of one test: from its explored line to the next section."""
+    start = output.index(f"{nodeid}: ")
+    end = output.find("- Captured", start)
+    return output[start : end if end != -1 else len(output)]
+
+
+def test_unfold_from_the_marker_or_the_command_line_shows_every_step(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini(INI)
+    pytester.makepyfile(test_fold=THROUGH_ASYNCIO)
+    found = run(pytester)
+    found.assert_outcomes(failed=2, errors=1)
+    output = found.stdout.str()
+    folded = _section(output, "test_fold.py::test_folded")
+    unfolded = _section(output, "test_fold.py::test_unfolded")
+    assert "steps that start and stop in library code (asyncio) ..." in folded
+    assert "library code" not in unfolded
+    assert len(_schedule(unfolded)) > len(_schedule(folded))
+    assert (
+        plugin.MSG_NOT_FLAG.format(
+            setting="unfold",
+            value="yes",
+            source=plugin.SOURCE_MARKER,
+            example="unfold=True or unfold=False",
+        )
+        in output
+    )
+
+    args = replay_line(output, "test_fold.py::test_folded")
+    replayed = run(pytester, *args, "--interlace-unfold")
+    replayed.assert_outcomes(failed=1)
+    again = replayed.stdout.str()
+    assert "library code" not in again
+    # The same steps as the test unfolded by its marker (but for the test's name).
+    assert _schedule(again) == [
+        line.replace("test_unfolded", "test_folded") for line in _schedule(unfolded)
+    ]
 
 
 @pytest.mark.parametrize(

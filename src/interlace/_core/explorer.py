@@ -479,8 +479,10 @@ def make_failure(
     hints: ReplayHints,
     *,
     recorded: RunResult | None = None,
+    unfold: bool = False,
 ) -> Failure:
-    """Record the schedule once more, step by step, and build the public ``Failure``."""
+    """Record the schedule once more, step by step, and build the public ``Failure``
+    (``unfold``: its report shows every recorded step, see :func:`format_report`)."""
     if recorded is None:
         recorded = backend.run(ReplayChooser(best.decisions, strict=True), record=True)
         if not recorded.same_failure(best):  # a nondeterministic target: keep what we had
@@ -492,7 +494,7 @@ def make_failure(
     label = address_label(backend, best) or label_for(
         best.decisions, backend.settings.backend, recorded.free_threaded
     )
-    report = format_report(recorded, best, shrunk_from, label, token, hints)
+    report = format_report(recorded, best, shrunk_from, label, token, hints, unfold=unfold)
     exception = recorded.exception if recorded.kind == "exception" else None
     if exception is not None:
         exception.add_note(_exception_note(label, token, hints, best.steps, shrunk_from))
@@ -607,8 +609,14 @@ def format_report(
     label: str,
     token: str,
     hints: ReplayHints,
+    *,
+    unfold: bool = False,
 ) -> str:
-    """The human report: the numbered schedule, what failed, the label, how to replay."""
+    """The human report: the numbered schedule, what failed, the label, how to replay.
+
+    Runs of steps in library code and of identical steps read as one line each
+    (:func:`_runs`); with ``unfold`` every recorded step has its own line.
+    """
     steps = best.steps
     lines = [f"Failing schedule ({_size(steps, shrunk_from)}):"]
     trace = recorded.trace
@@ -618,7 +626,7 @@ def format_report(
         if decision.kind == ADDRESS:
             lines.append(f"  (before step 1: {address_order_text(decision.choice)})")
     width = len(str(max(steps, trace[-1].step if trace else 0)))
-    for folded, run in _runs(trace):
+    for folded, run in _runs(trace, unfold=unfold):
         record = run[0]
         if folded == "library":
             lines.append(_library_line(run, width))
@@ -680,12 +688,18 @@ def _library_line(run: Sequence[StepRecord], width: int) -> str:
     )
 
 
-def _runs(trace: Sequence[StepRecord]) -> Iterator[tuple[str, list[StepRecord]]]:
+def _runs(
+    trace: Sequence[StepRecord], *, unfold: bool = False
+) -> Iterator[tuple[str, list[StepRecord]]]:
     """The trace in runs, each with how it is shown: a ``"step"`` alone; ``"same"``, for
     ``_SAME_STEP_RUN`` or more consecutive steps that read the same but for their numbers; or
     ``"library"``, for ``_LIBRARY_RUN`` or more consecutive steps in library code. No run
     holds a deviation; a library run holds neither the step before one (where the schedule
-    leaves stock order) nor the last step (where it failed)."""
+    leaves stock order) nor the last step (where it failed). With ``unfold``, every step
+    alone."""
+    if unfold:
+        yield from (("step", [record]) for record in trace)
+        return
 
     def key(record: StepRecord) -> tuple[str, str, str, str]:
         return (record.actor, record.action, record.resumed, record.suspended)
@@ -728,8 +742,10 @@ def explore_backend(
     hints: ReplayHints,
     max_seconds: float | None = None,
     progress: Callable[[int, int], None] | None = None,
+    unfold: bool = False,
 ) -> Exploration:
-    """Run schedules until one fails, the budget is spent or the bounded space is exhausted."""
+    """Run schedules until one fails, the budget is spent or the bounded space is exhausted
+    (``unfold``: the failure's report shows every recorded step)."""
     started = time.monotonic()
     schedules = 0
     failure: Failure | None = None
@@ -754,7 +770,7 @@ def explore_backend(
             if max_seconds is not None:
                 seconds = min(seconds, max(0.0, max_seconds - (time.monotonic() - started)))
             best, _ = shrink(backend, result, max_seconds=seconds)
-            failure = make_failure(backend, best, result.steps, hints)
+            failure = make_failure(backend, best, result.steps, hints, unfold=unfold)
             break
     # Opaque steps (executor jobs, real threads) hide interleavings inside them, so a
     # search that ran any cannot claim to have covered the bounded space.

@@ -16,6 +16,7 @@ import inspect
 import sys
 import threading
 import types
+import weakref
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
@@ -28,14 +29,19 @@ from interlace.harness import _fault, _instrument, _interrupt, _kernel, _loop, _
 from interlace.harness._footprint import AVAILABLE as FOOTPRINTS
 from interlace.harness._footprint import Tracer
 from interlace.harness._introspect import (
+    Position,
     describe_position,
     describe_task,
     describe_tasks,
+    is_installed_library,
     is_library_file,
+    libraries_called,
     ownership,
     package_of,
     position_of,
+    position_text,
     short_path,
+    started_by_program,
 )
 from interlace.harness._loop import (
     Blocked,
@@ -75,7 +81,7 @@ def is_passthrough(exc: BaseException) -> bool:
     return isinstance(exc, passthrough)
 
 
-_Where = tuple[str, int] | None
+_Where = Position | None
 """Where a task stood (``_introspect.position_of``), formatted only if the report shows it."""
 
 
@@ -84,6 +90,13 @@ class _Recorder:
 
     A run may take hundreds of thousands of steps (a hang) and the report shows the last
     ``_TRACE_LIMIT``: each step keeps raw positions, and only those steps are formatted.
+
+    It also keeps which installed libraries the program called into over the whole run
+    (``called``): the program's tasks (``program``: the main task, and the tasks created
+    from the program's own code) with such a library on their await chain, and any task
+    whose chain goes from the program's code into one. A step in one of those libraries is
+    never folded as library code: it is the code under test's business (the package under
+    test, installed; a library whose misuse decides the failure).
     """
 
     def __init__(self, loop: ControlledEventLoop) -> None:
@@ -92,6 +105,13 @@ class _Recorder:
             tuple[int, str, str, _Where, _Where | str, str, str | None]
         ] = collections.deque(maxlen=_TRACE_LIMIT)
         self.step_counts: collections.Counter[str] = collections.Counter()
+        self.program: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
+        self.called: set[str] = set()
+
+    def created(self, task: asyncio.Task[Any]) -> None:
+        """``ControlledEventLoop.on_create``: note a task the program's own code created."""
+        if started_by_program(sys._getframe(1)):
+            self.program.add(task)
 
     @property
     def records(self) -> list[StepRecord]:
@@ -99,9 +119,10 @@ class _Recorder:
         records = []
         for step, name, action, resumed, suspended, deviation, code_file in self._raw:
             library = _library(resumed, suspended, code_file)
+            if library is not None and self.called & _installed(resumed, suspended, code_file):
+                library = None
             if not isinstance(suspended, str):
-                where, text = describe_position(suspended)
-                suspended = f"{where} {text}".strip()
+                suspended = position_text(suspended)
             where = describe_position(resumed)[0] if resumed is not None else ""
             records.append(StepRecord(step, name, action, where, suspended, deviation, library))
         return records
@@ -128,6 +149,7 @@ class _Recorder:
             else:
                 action = "resumed"
                 resumed = position_of(task)
+                self._note_called(task)
             handle._run()
             if task.done():
                 # Read without task.exception(), which would mark the exception retrieved:
@@ -146,6 +168,7 @@ class _Recorder:
                     suspended = "finished"
             else:
                 suspended = position_of(task)
+                self._note_called(task)
             self.step_counts[name] += 1
         else:
             name = "loop"
@@ -155,6 +178,17 @@ class _Recorder:
             handle._run()
             suspended = ""
         self._raw.append((step, name, action, resumed, suspended, deviation, code_file))
+
+    def _note_called(self, task: asyncio.Task[Any]) -> None:
+        self.called |= libraries_called(task, from_program=task in self.program)
+
+
+def _installed(resumed: _Where, suspended: _Where | str, code_file: str | None) -> set[str]:
+    """The installed libraries (:func:`is_installed_library`) a step started or stopped in."""
+    files = [where.filename for where in (resumed, suspended) if isinstance(where, Position)]
+    if code_file is not None:
+        files.append(code_file)
+    return {package_of(file) for file in files if is_installed_library(file)}
 
 
 def _code_file(callback: Any) -> str | None:
@@ -173,7 +207,7 @@ def _library(
     the report shows it."""
     if isinstance(suspended, str) and suspended not in ("", "finished"):
         return None
-    files = [where[0] for where in (resumed, suspended) if isinstance(where, tuple)]
+    files = [where.filename for where in (resumed, suspended) if isinstance(where, Position)]
     if code_file is not None:
         files.append(code_file)
     if any(_instrument.is_under_test(file) for file in files):
@@ -429,6 +463,8 @@ class AsyncioBackend:
                 chooser.where = loop.where
         recorder = _Recorder(loop) if record else None
         loop.observer = recorder
+        if recorder is not None:
+            loop.on_create = recorder.created
         modeller: ModelRecorder | None = None
         tracer: Tracer | None = None
         if chooser.wants_model and not record and FOOTPRINTS:
@@ -451,6 +487,8 @@ class AsyncioBackend:
         try:
             coro = self.target()
             main = loop.create_task(coro, name="main")
+            if recorder is not None:
+                recorder.program.add(main)  # the target is the program's, whoever called it
             if modeller is not None:
                 modeller.begin()
             try:

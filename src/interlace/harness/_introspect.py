@@ -19,21 +19,29 @@ import sysconfig
 import types
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
+
+from interlace.harness import _instrument
 
 __all__ = (
+    "Position",
     "describe_position",
     "describe_task",
     "describe_tasks",
     "describe_timer",
     "describe_wait",
+    "frame_position",
+    "is_installed_library",
     "is_library_file",
+    "libraries_called",
     "location_of",
     "name_of",
     "ownership",
     "package_of",
     "position_of",
+    "position_text",
     "short_path",
+    "started_by_program",
     "wait_cycle",
 )
 
@@ -48,7 +56,6 @@ _owners: weakref.WeakKeyDictionary[Any, list[asyncio.Task[Any]]] = weakref.WeakK
 
 
 @functools.lru_cache(maxsize=4096)
-@functools.lru_cache(maxsize=4096)
 def is_library_file(filename: str) -> bool:
     """True for frames a report should hide: stdlib, interlace's own, and async libraries.
 
@@ -62,6 +69,18 @@ def is_library_file(filename: str) -> bool:
         return True
     parts = path.split(os.sep)
     return "site-packages" in parts and any(p in parts for p in _LIBRARY_PACKAGES)
+
+
+@functools.lru_cache(maxsize=4096)
+def is_installed_library(filename: str) -> bool:
+    """True for a file of an installed distribution (site-packages, dist-packages) that
+    :func:`is_library_file` does not hide: a package the program uses, or the package under
+    test installed (not editable). A report shows its frames, with the program's line that
+    called into them."""
+    if is_library_file(filename):
+        return False
+    parts = os.path.normcase(os.path.realpath(filename)).split(os.sep)
+    return "site-packages" in parts or "dist-packages" in parts
 
 
 def short_path(filename: str) -> str:
@@ -90,9 +109,22 @@ def _short_path(filename: str, cwd: str) -> str:
 
 
 def _frames_of(awaitable: Any) -> Iterator[types.FrameType]:
+    """The frames of a coroutine's await chain, outermost first.
+
+    The chain goes on through an async generator a frame awaits (the ``anext()`` and
+    ``athrow()`` of ``contextlib``'s ``__aenter__``/``__aexit__``), so a task suspended in
+    the ``finally`` of an async context manager is seen there, not at its ``async with``.
+    """
     seen = 0
     while awaitable is not None and seen < 100:
         seen += 1
+        if type(awaitable).__name__ in _AGEN_AWAITABLES:
+            # Their generator is reachable only as a referent (no attribute names it).
+            awaitable = next(
+                (r for r in gc.get_referents(awaitable) if isinstance(r, types.AsyncGeneratorType)),
+                None,
+            )
+            continue
         frame = (
             getattr(awaitable, "cr_frame", None)
             or getattr(awaitable, "gi_frame", None)
@@ -106,6 +138,9 @@ def _frames_of(awaitable: Any) -> Iterator[types.FrameType]:
             or getattr(awaitable, "gi_yieldfrom", None)
             or getattr(awaitable, "ag_await", None)
         )
+
+
+_AGEN_AWAITABLES = ("async_generator_asend", "async_generator_athrow")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -123,28 +158,158 @@ def package_of(filename: str) -> str:
     return ""
 
 
-def position_of(task: asyncio.Task[Any]) -> tuple[str, int] | None:
-    """(file name, line) of the innermost user frame the task is suspended in, or None.
+class Position(NamedTuple):
+    """Where a task or thread stood, for a step of the report.
+
+    Attributes:
+        filename: the file of the innermost frame a report shows: the code under test's or
+            an installed library's (:func:`is_installed_library`), never the standard
+            library's or an async framework's.
+        line: its line.
+        function: its function's qualified name.
+        caller: for a frame of an installed library, the (file, line) of the innermost frame
+            of the program's own code that called into it, if one is on the stack.
+        api: for a frame of an installed library, the asyncio API it is inside
+            (``"asyncio.Lock.acquire"``), if any.
+    """
+
+    filename: str
+    line: int
+    function: str
+    caller: tuple[str, int] | None = None
+    api: str = ""
+
+
+def _shown_in_task(filename: str) -> bool:
+    return not is_library_file(filename)
+
+
+def _shown_in_thread(filename: str) -> bool:
+    return _instrument.is_under_test(filename) or is_installed_library(filename)
+
+
+def _position(frames: Sequence[types.FrameType], shown: Callable[[str], bool]) -> Position | None:
+    """The :class:`Position` of a stack given outermost frame first."""
+    index = next(
+        (i for i in range(len(frames) - 1, -1, -1) if shown(frames[i].f_code.co_filename)),
+        None,
+    )
+    if index is None:
+        return None
+    frame = frames[index]
+    code = frame.f_code
+    if not is_installed_library(code.co_filename):
+        return Position(code.co_filename, frame.f_lineno, code.co_qualname)
+    caller = next(
+        (
+            (outer.f_code.co_filename, outer.f_lineno)
+            for outer in reversed(frames[:index])
+            if shown(outer.f_code.co_filename)
+            and not is_installed_library(outer.f_code.co_filename)
+        ),
+        None,
+    )
+    # The asyncio API it called: past the dunders an ``async with`` goes through
+    # (``_ContextManagerMixin.__aenter__`` calls ``Lock.acquire``) and interlace's own
+    # frames (``ownership`` wraps ``Lock.acquire`` while a run is recorded).
+    api = ""
+    for inner in frames[index + 1 :]:
+        if package_of(inner.f_code.co_filename) != "asyncio":
+            continue
+        api = api or "asyncio." + inner.f_code.co_qualname
+        if not inner.f_code.co_name.startswith("__"):
+            api = "asyncio." + inner.f_code.co_qualname
+            break
+    return Position(code.co_filename, frame.f_lineno, code.co_qualname, caller, api)
+
+
+def position_of(task: asyncio.Task[Any]) -> Position | None:
+    """Where the task is suspended: the innermost frame outside the standard library and
+    the async frameworks (:func:`is_library_file`), or None.
 
     The cheap half of :func:`location_of`, for a recorder that formats only the steps a
     report shows.
     """
-    found: types.FrameType | None = None
+    return _position(list(_frames_of(task.get_coro())), _shown_in_task)
+
+
+def frame_position(frame: types.FrameType | None) -> Position | None:
+    """Where a thread stands, ``frame`` its innermost frame: the innermost frame of the
+    code under test or of an installed library, or None."""
+    frames = []
+    while frame is not None:
+        frames.append(frame)
+        frame = frame.f_back
+    frames.reverse()
+    return _position(frames, _shown_in_thread)
+
+
+def libraries_called(task: asyncio.Task[Any], *, from_program: bool) -> set[str]:
+    """The installed libraries (:func:`package_of`) the program has called into on the
+    task's await chain: those with a frame inside a frame of the program's own code, or
+    every one on it for a task the program started (``from_program``)."""
+    called: set[str] = set()
+    inside = from_program
     for frame in _frames_of(task.get_coro()):
-        if not is_library_file(frame.f_code.co_filename):
-            found = frame
-    return None if found is None else (found.f_code.co_filename, found.f_lineno)
+        filename = frame.f_code.co_filename
+        if is_library_file(filename):
+            continue
+        if is_installed_library(filename):
+            if inside:
+                called.add(package_of(filename))
+        else:
+            inside = True
+    return called
 
 
-def describe_position(position: tuple[str, int] | None) -> tuple[str, str]:
-    """(``file:line``, source text) of a :func:`position_of` result; empty strings for None."""
+def started_by_program(frame: types.FrameType | None) -> bool:
+    """Whether the innermost frame of ``frame``'s stack that a report would show (outside
+    the standard library, interlace and the async frameworks) is the program's own code:
+    a task created there is one the program started, even through ``gather`` or a
+    ``TaskGroup``."""
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not is_library_file(filename):
+            return not is_installed_library(filename)
+        frame = frame.f_back
+    return False
+
+
+def position_text(position: Position | None) -> str:
+    """``file:line`` and its source text on one line (``app.py:3 await start()``); a frame
+    of an installed library with a colon after its location (``lib/mod.py:12 in C.m
+    (called from app.py:3): await x``)."""
+    where, text = describe_position(position)
+    if not text:
+        return where
+    separator = ": " if position is not None and is_installed_library(position.filename) else " "
+    return where + separator + text
+
+
+def describe_position(position: Position | None) -> tuple[str, str]:
+    """(``file:line``, source text) of a :func:`position_of` result; empty strings for None.
+
+    A frame of an installed library reads ``lib/mod.py:12 in Class.method (called from
+    app.py:3)``: its function, the asyncio API it waits in when its line does not name it,
+    and the line of the program that called into it.
+    """
     if position is None:
         return "", ""
-    filename, line = position
+    filename, line = position.filename, position.line
     text = linecache.getline(filename, line).strip()
     if text.count("(") > text.count(")") or text.count("[") > text.count("]"):
         text += " …"  # the statement goes on over more lines
-    return f"{short_path(filename)}:{line}", text
+    where = f"{short_path(filename)}:{line}"
+    if is_installed_library(filename):
+        where += f" in {position.function}"
+        notes = []
+        if position.api and position.api.rpartition(".")[2].lstrip("_") not in text:
+            notes.append(f"in {position.api}")
+        if position.caller is not None:
+            notes.append(f"called from {short_path(position.caller[0])}:{position.caller[1]}")
+        if notes:
+            where += f" ({', '.join(notes)})"
+    return where, text
 
 
 def location_of(task: asyncio.Task[Any]) -> tuple[str, str]:

@@ -701,6 +701,8 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         (as asyncio holds them)."""
         self.set_exception_handler(self._collect_exception)
         self.observer: Callable[[events.Handle], None] | None = None
+        self.on_create: Callable[[asyncio.Task[Any]], None] | None = None
+        """Called with every task the run creates, while a run is recorded for its report."""
         self._log: list[tuple[int, Any]] | None = None
         """While a run is recorded for partial-order reduction: the timers created and the
         entries cancelled by the running step, in order."""
@@ -780,6 +782,8 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         finally:
             self._creating = False
         self.tasks.append((il_id, weakref.ref(task)))
+        if self.on_create is not None:
+            self.on_create(task)
         return task
 
     def call_soon(  # type: ignore[override]

@@ -435,11 +435,7 @@ class Controller:
     def location(self, t: _Thread) -> str:
         if t.ident is None:
             return ""
-        frame = sys._current_frames().get(t.ident)
-        frame = _instrument.user_frame(frame)
-        if frame is None:
-            return ""
-        return f"{_short(frame.f_code.co_filename)}:{frame.f_lineno}"
+        return _where(sys._current_frames().get(t.ident))
 
     def _note_switch(self, t: _Thread, u: _Thread, why: str) -> None:
         """Record the segment ``t`` ran (it stops here) for the report; ``u`` starts one."""
@@ -1378,10 +1374,16 @@ def _short(filename: str) -> str:
 
 
 def _here() -> str:
-    frame = _instrument.user_frame(sys._getframe(1))
-    if frame is None:
-        return ""
-    return f"{_short(frame.f_code.co_filename)}:{frame.f_lineno}"
+    return _where(sys._getframe(1))
+
+
+def _where(frame: types.FrameType | None) -> str:
+    """``file:line`` of the innermost frame of the code under test on ``frame``'s stack, or
+    of an installed library inside it, with the program's line that called into that
+    (``_introspect.describe_position``)."""
+    from interlace.harness._introspect import describe_position, frame_position
+
+    return describe_position(frame_position(frame))[0]
 
 
 def _name(obj: Any) -> str:

@@ -117,6 +117,14 @@ def _check_timeout(name: str, value: object, source: str) -> float:
     return float(value)
 
 
+def _check_flag(name: str, value: object, source: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(
+            f"{name}={value!r} {source} is invalid: expected True or False, e.g. {name}=True"
+        )
+    return value
+
+
 def check_target(target: Any) -> Callable[[], Any]:
     """Validate an explore/replay target and return it.
 
@@ -349,6 +357,7 @@ def explore(
     progress: Callable[[int, int], None] | None = None,
     hints: ReplayHints | None = None,
     instrument: Sequence[str] = (),
+    unfold: bool = False,
     jitter: float | None = None,
 ) -> Exploration:
     """Run ``target`` under many schedules and return the first failure, shrunk.
@@ -397,6 +406,11 @@ def explore(
             threads, and an ``async def`` function's executor jobs (``asyncio.to_thread``,
             ``run_in_executor``); by default only code outside the standard library and
             site-packages does.
+        unfold: the failure's report shows every recorded step on a line of its own: by
+            default four or more steps in a row that start and stop in library code the
+            program did not call (asyncio's callbacks, a framework's internal tasks), and
+            four or more identical steps, read as one line each. Not part of the schedule:
+            a token replays the same whatever it is.
         jitter: removed: raises ``ConfigError`` naming ``max_stall``, which replaced it.
 
     Returns:
@@ -435,6 +449,7 @@ def explore(
         max_seconds = _check_number("max_seconds", max_seconds, 0.0, source)
     stall_timeout = _check_timeout("stall_timeout", stall_timeout, source)
     instrumented = _check_instrument(instrument, source)
+    unfold = _check_flag("unfold", unfold, source)
     if seed is None:
         seed = random.SystemRandom().randrange(2**32)
     settings = Settings(
@@ -452,6 +467,7 @@ def explore(
             hints=hints or _hints(target, instrumented),
             max_seconds=max_seconds,
             progress=progress,
+            unfold=unfold,
         )
     if exploration.failure is None or (hints is not None and hints.pytest):
         # The pytest plugin adds the notes itself, naming the test's fixtures, where its
@@ -468,6 +484,7 @@ def replay(
     hints: ReplayHints | None = None,
     instrument: Sequence[str] = (),
     stall_timeout: float = DEFAULT_STALL_TIMEOUT,
+    unfold: bool = False,
 ) -> Failure | None:
     """Re-run exactly the schedule in ``token``.
 
@@ -479,6 +496,7 @@ def replay(
             carry it: it decides where the schedule points are).
         stall_timeout: as for :func:`explore` (the token does not carry it either: it
             changes no schedule).
+        unfold: as for :func:`explore`: the report shows every recorded step.
 
     Returns:
         The failure again (with a freshly recorded report), or None if this schedule no
@@ -488,7 +506,7 @@ def replay(
         ReplayTokenError: the token is malformed or from another interlace version.
         ReplayDivergedError: the program no longer offers a decision the schedule takes;
             the message names the step and the likely causes.
-        ConfigError: ``instrument`` or ``stall_timeout`` is invalid.
+        ConfigError: ``instrument``, ``stall_timeout`` or ``unfold`` is invalid.
         InvalidTargetError: ``target`` is not a zero-argument function, or is an ``async
             def`` function for a token made with a plain one (or the other way round).
         UnsupportedOperationError: as for :func:`explore`.
@@ -497,6 +515,7 @@ def replay(
     source = "(replay() argument)"
     instrumented = _check_instrument(instrument, source)
     stall_timeout = _check_timeout("stall_timeout", stall_timeout, source)
+    unfold = _check_flag("unfold", unfold, source)
     settings, decisions = decode_token(token)
     kind = _backend_name(target)
     if kind != settings.backend:
@@ -521,4 +540,4 @@ def replay(
             )
         return None
     hints = hints or _hints(target, instrumented)
-    return make_failure(backend, result, result.steps, hints, recorded=result)
+    return make_failure(backend, result, result.steps, hints, recorded=result, unfold=unfold)

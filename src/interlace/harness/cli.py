@@ -94,6 +94,11 @@ _STALL_TIMEOUT_HELP = (
     "awaits, a thread blocked or busy in a library or C call) before the run is stopped as "
     "stuck, exit status 2 (default {default:g}); raise it for code with a long CPU-bound step"
 )
+_UNFOLD_HELP = (
+    "show every recorded step of the failing schedule on a line of its own (by default four "
+    "or more steps in a row that start and stop in library code the program did not call, "
+    "and four or more identical steps, read as one line each)"
+)
 _FORMAT_HELP = (
     "text (default): the report on stdout; json: one JSON object on stdout with the keys "
     "target, error, failure, schedules, exhausted, space, opaque, strategy, seed, elapsed (only "
@@ -286,6 +291,7 @@ def add_explore_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="NAMES",
         help=_INSTRUMENT_HELP,
     )
+    parser.add_argument("--unfold", action="store_true", help=_UNFOLD_HELP)
     parser.add_argument("--format", choices=("text", "json"), default="text", help=_FORMAT_HELP)
     parser.set_defaults(run=run_explore)
     return parser
@@ -323,6 +329,7 @@ def add_replay_parser(subparsers: Any) -> argparse.ArgumentParser:
         help=_STALL_TIMEOUT_HELP.format(default=DEFAULT_STALL_TIMEOUT)
         + " (the token does not carry it)",
     )
+    parser.add_argument("--unfold", action="store_true", help=_UNFOLD_HELP)
     parser.add_argument(
         "--format",
         choices=("text", "json"),
@@ -589,6 +596,7 @@ def run_explore(
             progress=progress,
             hints=_hints(target, instrument),
             instrument=instrument,
+            unfold=args.unfold,
             **options,
         )
     except (UsageError, InterlaceError) as exc:
@@ -663,6 +671,7 @@ def run_replay(
             args.token,
             hints=_hints(target, instrument),
             instrument=instrument,
+            unfold=args.unfold,
             **options,
         )
     except (UsageError, InterlaceError) as exc:

@@ -11,10 +11,10 @@ beyond pytest and the standard library (the harness is imported inside the hooks
 Settings, one name per knob (STYLE.md): marker keyword ``max_schedules``, option
 ``--interlace-max-schedules``, environment variable ``INTERLACE_MAX_SCHEDULES``, ini key
 ``interlace_max_schedules`` (likewise ``strategy``, ``seed``, ``max_seconds``,
-``stall_timeout`` and ``instrument``). Precedence: marker > command line > environment > ini
-file. Every value is validated with its source named; a bad value from the command line, the
-environment or the ini file is a usage error of the whole run, a bad marker argument an error
-of that test.
+``stall_timeout``, ``instrument`` and ``unfold``). Precedence: marker > command line >
+environment > ini file. Every value is validated with its source named; a bad value from the
+command line, the environment or the ini file is a usage error of the whole run, a bad marker
+argument an error of that test.
 ``instrument`` is a list of module names or paths (comma-separated in the text sources); a
 relative path is made absolute from where it was written: the invocation directory (command
 line, environment), the ini file's directory, or the rootdir (marker).
@@ -56,7 +56,8 @@ RUNNER_NAME = "interlace-runner"
 
 MARKER_HELP = (
     "interlace(max_schedules=..., strategy=..., seed=..., max_steps=..., max_time=..., "
-    "max_stall=..., bound=..., depth=..., max_seconds=..., stall_timeout=..., instrument=[...]): "
+    "max_stall=..., bound=..., depth=..., max_seconds=..., stall_timeout=..., instrument=[...], "
+    "unfold=...): "
     "run this test under interlace.explore, many deterministic schedules: an async def test "
     "on a controlled event loop, a plain test with every thread it starts under control; a "
     "failure shows the shrunk schedule and the command line that replays it"
@@ -76,6 +77,7 @@ MSG_NOT_STRATEGY = "{setting}={value!r} from {source} is not a strategy: use one
 MSG_NOT_MODULES = (
     "{setting}={value!r} from {source} is not a list of module names or paths: write e.g. {example}"
 )
+MSG_NOT_FLAG = "{setting}={value!r} from {source} is not a yes/no value: write {example}"
 MSG_NOT_INSTRUMENTABLE = (
     "{setting}={value!r} from {source} names {name!r}, which cannot be instrumented: {reason}"
 )
@@ -145,7 +147,7 @@ MSG_REPLAY_UNUSED = (
 SECTION = "interlace"
 
 # knob -> (kind, minimum, example); kinds: "whole", "number" (>= minimum), "timeout"
-# (> minimum), "strategy", "modules".
+# (> minimum), "strategy", "modules", "flag" (True or False).
 _MARKER_KNOBS: dict[str, tuple[str, float, str]] = {
     "max_schedules": ("whole", 1, "500"),
     "strategy": ("strategy", 0, "'auto'"),
@@ -158,6 +160,7 @@ _MARKER_KNOBS: dict[str, tuple[str, float, str]] = {
     "max_seconds": ("number", 0.0, "60.0"),
     "stall_timeout": ("timeout", 0.0, "60.0"),
     "instrument": ("modules", 0, "['mypackage', 'src/vendored/']"),
+    "unfold": ("flag", 0, "True"),
 }
 # The knobs that can also come from the command line, the environment and the ini file.
 _CONFIG_KNOBS = (
@@ -168,8 +171,12 @@ _CONFIG_KNOBS = (
     "max_stall",
     "stall_timeout",
     "instrument",
+    "unfold",
 )
 _TEXT_MODULES_EXAMPLE = "'mypackage,src/vendored/'"
+_FLAG_TRUE = ("1", "true", "yes", "on")
+_FLAG_FALSE = ("0", "false", "no", "off")
+_TEXT_FLAG_EXAMPLE = "1, true, yes or on; 0, false, no or off"
 
 
 class _Invalid(Exception):
@@ -244,6 +251,18 @@ def _check(knob: str, setting: str, value: object, source: str) -> object:
     text = value.strip() if isinstance(value, str) and source != SOURCE_MARKER else None
     if kind == "modules":
         return _check_modules(setting, value, source, text)
+    if kind == "flag":
+        # The command-line flag gives True itself; the environment and the ini file text.
+        if isinstance(value, bool):
+            return value
+        if text is not None and text.lower() in _FLAG_TRUE + _FLAG_FALSE:
+            return text.lower() in _FLAG_TRUE
+        example = (
+            f"{setting}=True or {setting}=False" if source == SOURCE_MARKER else _TEXT_FLAG_EXAMPLE
+        )
+        raise _Invalid(
+            MSG_NOT_FLAG.format(setting=setting, value=value, source=source, example=example)
+        )
     if kind == "strategy":
         choices = _strategies()
         name = text if text is not None else value
@@ -424,6 +443,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "INTERLACE_INSTRUMENT; ini: interlace_instrument",
     )
     group.addoption(
+        _option("unfold"),
+        dest=_ini("unfold"),
+        action="store_true",
+        default=None,
+        help="show every recorded step of a failing schedule on a line of its own (by default "
+        "four or more steps in a row in library code the test did not call, and four or more "
+        "identical steps, read as one line each; the marker's unfold wins). Env: "
+        "INTERLACE_UNFOLD; ini: interlace_unfold",
+    )
+    group.addoption(
         "--interlace-replay",
         dest="interlace_replay",
         metavar="TOKEN",
@@ -451,6 +480,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         _ini("instrument"),
         "interlace: modules or paths (comma- or line-separated, paths relative to this file) "
         "whose code also gets schedule points in plain (threaded) tests",
+        default="",
+    )
+    parser.addini(
+        _ini("unfold"),
+        "interlace: show every recorded step of a failing schedule (true or false)",
         default="",
     )
 
@@ -813,6 +847,7 @@ class _Runner:
         stall_timeout: float = settings.get(  # type: ignore[assignment]
             "stall_timeout", DEFAULT_STALL_TIMEOUT
         )
+        unfold = bool(settings.get("unfold", False))
         hints = self._hints(item, function, arguments, instrument)
         # pytest.fail is called outside the except blocks: inside one, pytest would print
         # the harness's exception as well ("During handling of the above exception ...").
@@ -826,6 +861,7 @@ class _Runner:
                     hints=hints,
                     instrument=instrument,
                     stall_timeout=stall_timeout,
+                    unfold=unfold,
                 )
             except ReplayDivergedError as exc:
                 problem = MSG_REPLAY_DIVERGED.format(nodeid=nodeid, error=exc)
