@@ -86,6 +86,9 @@ class RunResult:
     divergence: str | None = None
     opaque: bool = False
     """Code ran outside the schedule (executor jobs, real threads): exhaustion proves less."""
+    uninstrumented: tuple[str, ...] = ()
+    """The installed modules whose code a thread ran without schedule points while another
+    thread could have preempted it (sorted): the interleavings inside it were not explored."""
     free_threaded: tuple[int, ...] = ()
     """In a recorded run: the steps of thread preemptions that, with the GIL, CPython does not
     make (no call, function start or loop back-edge since the thread's previous point)."""
@@ -167,6 +170,11 @@ class Exploration:
             jobs on threads it did not start (an executor whose workers started before the
             exploration, a process pool) or the tasks of an event loop run in a thread. The
             interleavings inside those steps were not explored, and ``exhausted`` is False.
+        uninstrumented: the installed modules (site-packages, outside the standard library
+            and interlace's engine) whose code a controlled thread ran without schedule
+            points while another thread could have preempted it, sorted. The interleavings
+            inside that code were not explored, and ``exhausted`` is False; naming the
+            modules in ``instrument`` explores them.
     """
 
     failure: Failure | None
@@ -176,3 +184,4 @@ class Exploration:
     seed: int
     elapsed: float
     opaque: bool = False
+    uninstrumented: tuple[str, ...] = ()

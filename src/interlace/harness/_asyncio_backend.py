@@ -559,6 +559,7 @@ class AsyncioBackend:
             opaque=loop.opaque or (ctl is not None and ctl.stock_loop_tasks),
             free_threaded=tuple(ctl.free_threaded) if ctl is not None else (),
             gil_points=tuple(ctl.gil_points) if ctl is not None else (),
+            uninstrumented=tuple(sorted(ctl.uninstrumented)) if ctl is not None else (),
         )
 
 
