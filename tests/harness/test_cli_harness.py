@@ -292,6 +292,7 @@ def test_explore_json_is_one_object_with_the_documented_keys(
         "exhausted",
         "space",
         "opaque",
+        "uninstrumented",
         "strategy",
         "seed",
         "elapsed",
@@ -859,6 +860,7 @@ def test_explore_json_for_a_plain_function(
         "exhausted",
         "space",
         "opaque",
+        "uninstrumented",
         "strategy",
         "seed",
         "elapsed",
@@ -907,7 +909,11 @@ def test_instrument_gives_a_library_schedule_points_and_the_replay_line_repeats_
 ) -> None:
     code, out, err = invoke(capsys, "explore", "threads:library_race", "--seed", "4")
     assert (code, out) == (cli.EXIT_CLEAN, "")  # racy_lib is in site-packages: no points
-    assert "; explored completely: every schedule" in err
+    # ... so the space explored is not the program's: the summary says which module to add.
+    assert "explored completely" not in err
+    how = api.MSG_UNINSTRUMENTED_API.format(names="'racy_lib'", flags="--instrument racy_lib")
+    note = api.MSG_UNINSTRUMENTED.format(modules="racy_lib", packages="racy_lib", how=how)
+    assert err.rstrip("\n").endswith(f" s); {note}")
 
     code, out, _ = invoke(
         capsys, "explore", "threads:library_race", "--seed", "4", "--instrument", "racy_lib"

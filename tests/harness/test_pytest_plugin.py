@@ -1347,6 +1347,13 @@ def test_instrument_gives_a_library_schedule_points_and_the_replay_line_repeats_
     plain = run(pytester)
     plain.assert_outcomes(passed=2, failed=1)
     plain.stdout.fnmatch_lines(["FAILED test_library.py::test_marker_instruments_the_library*"])
+    # The passes explored no switch inside racy_lib: each says so, and what to add.
+    how = api.MSG_UNINSTRUMENTED_TEST.format(names="'racy_lib'", joined="racy_lib")
+    note = api.MSG_UNINSTRUMENTED.format(modules="racy_lib", packages="racy_lib", how=how)
+    for test in ("test_settings", "test_marker_instruments_nothing_more"):
+        plain.stdout.fnmatch_lines(
+            [f"test_library.py::{test}: no failure in *; " + note.replace("[", "[[]")]
+        )
 
     instrumented = run(pytester, "--interlace-instrument=racy_lib")
     instrumented.assert_outcomes(passed=1, failed=2)

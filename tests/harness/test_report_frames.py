@@ -294,7 +294,7 @@ def test_unfold_must_be_true_or_false(value: object) -> None:
         "e.g. unfold=True"
     )
     with pytest.raises(ConfigError) as replayed:
-        interlace.replay(_passes, "il1.x", unfold=value)  # type: ignore[arg-type]
+        interlace.replay(_passes, "il2.x", unfold=value)  # type: ignore[arg-type]
     assert str(replayed.value) == (
         f"unfold={value!r} (replay() argument) is invalid: expected True or False, e.g. unfold=True"
     )

@@ -750,6 +750,7 @@ def explore_backend(
     schedules = 0
     failure: Failure | None = None
     opaque = False
+    uninstrumented: set[str] = set()
     while schedules < max_schedules:
         # The first schedule runs whatever the budget: an exploration that ran none would
         # pass a program that fails on every schedule.
@@ -761,6 +762,7 @@ def explore_backend(
         result = backend.run(chooser)
         schedules += 1
         opaque = opaque or result.opaque
+        uninstrumented.update(result.uninstrumented)
         strategy.finished(chooser, result.steps, result)
         if progress is not None:
             progress(schedules, max_schedules)
@@ -774,7 +776,9 @@ def explore_backend(
             break
     # Opaque steps (executor jobs, real threads) hide interleavings inside them, so a
     # search that ran any cannot claim to have covered the bounded space.
-    exhausted = strategy.exhausted and failure is None and not opaque
+    # Nor can one whose threads ran code without schedule points, whose interleavings it
+    # skipped.
+    exhausted = strategy.exhausted and failure is None and not opaque and not uninstrumented
     return Exploration(
         failure=failure,
         schedules=schedules,
@@ -784,6 +788,7 @@ def explore_backend(
         elapsed=time.monotonic() - started,
         opaque=opaque,
         space=describe_space(strategy, backend.settings) if exhausted else "",
+        uninstrumented=tuple(sorted(uninstrumented)),
     )
 
 

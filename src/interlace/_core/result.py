@@ -91,6 +91,9 @@ class RunResult:
     hashed: int = 0
     """How many tasks and futures the run hashed where their order shows (put in a set): with
     two or more, what it does may depend on their addresses (``ADDRESS`` decisions)."""
+    uninstrumented: tuple[str, ...] = ()
+    """The installed modules whose code a thread ran without schedule points while another
+    thread could have preempted it (sorted): the interleavings inside it were not explored."""
     free_threaded: tuple[int, ...] = ()
     """In a recorded run: the steps of thread preemptions that, with the GIL, CPython does not
     make (no call, function start or loop back-edge since the thread's previous point)."""
@@ -174,6 +177,11 @@ class Exploration:
             interleavings inside those steps were not explored, and ``exhausted`` is False.
         space: when ``exhausted``, the space it covered, in words (the deviation bound, the
             loop stalls, the address orders); else empty.
+        uninstrumented: the installed modules (site-packages, outside the standard library
+            and interlace's engine) whose code a controlled thread ran without schedule
+            points while another thread could have preempted it, sorted. The interleavings
+            inside that code were not explored, and ``exhausted`` is False; naming the
+            modules in ``instrument`` explores them.
     """
 
     failure: Failure | None
@@ -184,3 +192,4 @@ class Exploration:
     elapsed: float
     opaque: bool = False
     space: str = ""
+    uninstrumented: tuple[str, ...] = ()

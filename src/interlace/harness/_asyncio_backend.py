@@ -611,6 +611,7 @@ class AsyncioBackend:
             hashed=loop.hashed,
             free_threaded=tuple(ctl.free_threaded) if ctl is not None else (),
             gil_points=tuple(ctl.gil_points) if ctl is not None else (),
+            uninstrumented=tuple(sorted(ctl.uninstrumented)) if ctl is not None else (),
         )
 
 

@@ -7,7 +7,10 @@ scheduler must see before they happen (``with lock:`` and ``lock.acquire(...)`` 
 locks of ``_thread``) are found in the bytecode and their lock is read back from the frame.
 
 Code under test is every Python file outside the standard library, site-packages and
-interlace's own engine; ``instrument`` widens it by module or path prefix. On Python 3.12+
+interlace's own engine, plus the top-level package of the explored function wherever it is
+installed (``package_of_target``); ``instrument`` widens it by module or path prefix. Installed
+code a controlled thread runs without points is named (``uninstrumented_module``), so that a
+run that ran any never counts toward an exhausted space. On Python 3.12+
 the points are ``sys.monitoring`` events enabled per code object (code outside the test pays
 nothing); on 3.11 they come from ``sys.settrace``, with opcode events only on lines that need
 a point inside the line.
@@ -20,6 +23,8 @@ from __future__ import annotations
 import _weakrefset
 import contextlib
 import dis
+import functools
+import inspect
 import itertools
 import os
 import sys
@@ -37,9 +42,11 @@ __all__ = (
     "Unknown",
     "evaluate",
     "is_under_test",
+    "package_of_target",
     "plan_for",
     "reader",
     "uninstrumentable",
+    "uninstrumented_module",
 )
 
 _STDLIB = os.path.normcase(os.path.realpath(sysconfig.get_paths()["stdlib"])) + os.sep
@@ -278,6 +285,11 @@ _plans: dict[types.CodeType, Plan | None] = {}
 """Every code object's plan, once asked for. Cleared, never rebound: the schedule-point hooks
 hold this dict itself, to look a plan up without a call."""
 _widen: tuple[str, ...] = ()
+_outside: dict[str, str] = {}
+"""Each file's ``uninstrumented_module`` answer, once asked for."""
+_TEST_RUNNERS = frozenset({"_pytest", "pytest", "pluggy"})
+"""Installed packages whose code a test calls (``pytest.raises``, ``pytest.approx``) to check
+the program, not as part of it: their state is the test's, never the program's shared state."""
 
 
 def set_instrumented(prefixes: Sequence[str]) -> None:
@@ -288,6 +300,81 @@ def set_instrumented(prefixes: Sequence[str]) -> None:
         _widen = normalized
         _under_test.clear()
         _plans.clear()
+        _outside.clear()
+
+
+def uninstrumented_module(filename: str) -> str:
+    """The dotted name of the installed module in ``filename`` when its code gets no schedule
+    points (``is_under_test`` is False) though it may be the program's: a module of
+    site-packages (or dist-packages), neither the standard library, nor interlace's engine,
+    nor a test runner's (``_TEST_RUNNERS``). "" for every other file.
+
+    A controlled thread that runs such code runs it without schedule points, so the
+    interleavings inside it go unexplored; naming the module tells the user what to add to
+    ``instrument``. Cached: the 3.11 tracer asks at every call into a new code object, the
+    3.12+ one at every call of such code.
+    """
+    known = _outside.get(filename)
+    if known is None:
+        known = "" if is_under_test(filename) else _installed_module(filename)
+        _outside[filename] = known
+    return known
+
+
+def _installed_module(filename: str) -> str:
+    """The dotted module name of a file of site-packages (or dist-packages) that is neither
+    interlace's engine nor a test runner's, whatever ``instrument`` says; else ""."""
+    if filename.startswith("<"):
+        return ""
+    path = os.path.normcase(os.path.realpath(filename))
+    if path.startswith(_ENGINE) or path in _ENGINE_FILES or path in _NEVER_UNDER_TEST:
+        return ""
+    parts = path.split(os.sep)
+    for marker in ("site-packages", "dist-packages"):
+        if marker not in parts[:-1]:
+            continue
+        names = parts[len(parts) - parts[::-1].index(marker) :]
+        names[-1] = os.path.splitext(names[-1])[0]
+        if names[-1] == "__init__":
+            names.pop()
+        if names and names[0] not in _TEST_RUNNERS and all(n.isidentifier() for n in names):
+            return ".".join(names)
+        return ""
+    return ""
+
+
+def package_of_target(target: Any) -> str:
+    """The top-level package of the module that defines ``target`` (through
+    ``functools.partial``, bound methods and ``functools.wraps``) when that module is
+    installed code without schedule points (``uninstrumented_module``); else "".
+
+    The explored function's own package is the code under test, wherever pip put it: a
+    ``pip install .`` (non-editable) of the project must explore what ``pip install -e .``
+    does. The whole top-level package, not the one module: a scenario module drives code
+    of its package's other modules, where the races are.
+    """
+    function = target
+    for _ in range(100):  # a chain of wrappers, never a cycle
+        if isinstance(function, functools.partial):
+            function = function.func
+        elif isinstance(function, types.MethodType):
+            function = function.__func__
+        elif getattr(function, "__wrapped__", None) is not None and not isinstance(function, type):
+            function = function.__wrapped__
+        else:
+            break
+    code = getattr(function, "__code__", None)
+    if not isinstance(code, types.CodeType):
+        call = inspect.getattr_static(type(function), "__call__", None)  # a callable object
+        code = getattr(call, "__code__", None)
+        function = call
+    module = getattr(function, "__module__", None)
+    if not isinstance(code, types.CodeType) or not isinstance(module, str) or not module:
+        return ""
+    # Whatever the last session's ``instrument`` was: the answer must not depend on it.
+    if not _installed_module(code.co_filename):
+        return ""
+    return module.split(".")[0]
 
 
 def _widened(path: str) -> bool:

@@ -83,6 +83,19 @@ MSG_OPAQUE = (
     "the executor inside {subject}"
 )
 
+MSG_UNINSTRUMENTED = (
+    "threads ran code of {modules} without schedule points (installed code outside the "
+    "explored function's own package is not instrumented by default), so no thread switch "
+    "inside it was explored and the bounded space does not count as exhausted; to explore "
+    "it, instrument {packages}: {how}"
+)
+MSG_UNINSTRUMENTED_API = "explore(..., instrument=[{names}]) or 'interlace explore {flags}'"
+MSG_UNINSTRUMENTED_TEST = (
+    "@pytest.mark.interlace(instrument=[{names}]) or --interlace-instrument={joined}"
+)
+_NAMED_MODULES = 5
+"""How many modules the sentence names before it counts the rest."""
+
 # The strategies whose first schedule is stock order.
 _STOCK_FIRST = ("auto", "exhaustive")
 
@@ -329,6 +342,43 @@ def explain_opaque(exploration: Exploration, *, test: bool = False) -> str:
     return MSG_OPAQUE.format(when="the exploration", subject=MSG_IN_FUNCTION)
 
 
+def _instrumentable(module: str) -> str:
+    """The shortest prefix of ``module`` that ``instrument`` accepts (``requests`` for
+    ``requests.sessions``; ``interlace.fixtures`` for ``interlace.fixtures._agent``)."""
+    parts = module.split(".")
+    for end in range(1, len(parts) + 1):
+        prefix = ".".join(parts[:end])
+        if _instrument.uninstrumentable(prefix) is None:
+            return prefix
+    return module
+
+
+def explain_uninstrumented(exploration: Exploration, *, test: bool = False) -> str:
+    """For an exploration whose threads ran installed code without schedule points: which
+    modules, and the ``instrument`` value that explores them; "" when there were none."""
+    modules = exploration.uninstrumented
+    if not modules:
+        return ""
+    named = ", ".join(modules[:_NAMED_MODULES])
+    if len(modules) > _NAMED_MODULES:
+        named += f" and {len(modules) - _NAMED_MODULES} more"
+    packages = sorted({_instrumentable(module) for module in modules})
+    names = ", ".join(repr(package) for package in packages)
+    if test:
+        how = MSG_UNINSTRUMENTED_TEST.format(names=names, joined=",".join(packages))
+    else:
+        flags = " ".join(f"--instrument {package}" for package in packages)
+        how = MSG_UNINSTRUMENTED_API.format(names=names, flags=flags)
+    return MSG_UNINSTRUMENTED.format(modules=named, packages=", ".join(packages), how=how)
+
+
+def _session_instrument(target: Callable[[], Any], instrument: tuple[str, ...]) -> tuple[str, ...]:
+    """``instrument`` and the explored function's own installed package (``package_of_target``):
+    what the session instruments. Not part of the replay lines: a replay finds it again."""
+    package = _instrument.package_of_target(target)
+    return (*instrument, package) if package and package not in instrument else instrument
+
+
 def _with_notes(exploration: Exploration, notes: list[str]) -> Exploration:
     """``exploration`` with ``notes`` added to its failure's report and exception."""
     failure = exploration.failure
@@ -404,8 +454,10 @@ def explore(
         instrument: modules (``"httpx"``) or path prefixes whose code also gets schedule
             points in the threads the target runs under control: a plain function's
             threads, and an ``async def`` function's executor jobs (``asyncio.to_thread``,
-            ``run_in_executor``); by default only code outside the standard library and
-            site-packages does.
+            ``run_in_executor``); by default code outside the standard library and
+            site-packages does, and so does the top-level package of the module that
+            defines ``target`` wherever it is installed. Installed code that a thread ran
+            without points is named in ``Exploration.uninstrumented``.
         unfold: the failure's report shows every recorded step on a line of its own: by
             default four or more steps in a row that start and stop in library code the
             program did not call (asyncio's callbacks, a framework's internal tasks), and
@@ -414,7 +466,8 @@ def explore(
         jitter: removed: raises ``ConfigError`` naming ``max_stall``, which replaced it.
 
     Returns:
-        The :class:`~interlace.Exploration`: ``failure`` is None when every schedule passed.
+        The :class:`~interlace.Exploration`: ``failure`` is None when every schedule passed;
+        ``exhausted`` is never True when ``uninstrumented`` names a module.
         A failure whose cause is not its schedule (state an earlier schedule left behind,
         an asyncio object bound to another event loop) says so in a note at the end of its
         report and on its exception.
@@ -458,7 +511,8 @@ def explore(
         max_steps=max_steps,
         max_time_us=round(max_time * 1e6),
     )
-    with _session(target, settings, instrumented, stall_timeout=stall_timeout) as backend:
+    session = _session_instrument(target, instrumented)
+    with _session(target, settings, session, stall_timeout=stall_timeout) as backend:
         exploration = explore_backend(
             backend,
             _strategy(strategy, settings.backend, seed, bound, depth, max_schedules),
@@ -527,7 +581,8 @@ def replay(
             "token with the target it was made with"
         )
     chooser = ReplayChooser(decisions, strict=True)
-    with _session(target, settings, instrumented, stall_timeout=stall_timeout) as backend:
+    session = _session_instrument(target, instrumented)
+    with _session(target, settings, session, stall_timeout=stall_timeout) as backend:
         result = backend.run(chooser, record=True)
     if result.divergence is not None:
         raise ReplayDivergedError(f"replay diverged: {result.divergence}. {_DIVERGENCE_CAUSES}")

@@ -68,7 +68,8 @@ _TEXT_HELP_EXPLORE = (
     "failing schedule, shrunk, with the command that replays it. An async def function runs "
     "on a controlled event loop with a virtual clock; a plain function runs with every thread "
     "it starts under control: one thread at a time, switched at schedule points in your code "
-    "(not the standard library or site-packages, unless --instrument says so) and at every "
+    "(not the standard library or site-packages, unless --instrument says so or they hold "
+    "the function's own package) and at every "
     "lock, wait, join and sleep, with sleeps and timeouts on a virtual clock. The report goes "
     "to stdout, a one-line summary to stderr. Exit status: 0 no failure, 1 a failure was "
     "found, 2 a usage or import error."
@@ -86,8 +87,10 @@ _TARGET_HELP = (
 )
 _INSTRUMENT_HELP = (
     "for a plain (threaded) function: modules or paths, comma-separated, whose code also "
-    "gets schedule points, e.g. httpx,src/vendored/ (default: only code outside the standard "
-    "library and site-packages). May be repeated"
+    "gets schedule points, e.g. httpx,src/vendored/ (default: code outside the standard "
+    "library and site-packages, and the function's own top-level package wherever it is "
+    "installed; the summary names installed modules that ran without points). May be "
+    "repeated"
 )
 _STALL_TIMEOUT_HELP = (
     "real seconds one step may run without reaching a schedule point (a task that never "
@@ -101,7 +104,8 @@ _UNFOLD_HELP = (
 )
 _FORMAT_HELP = (
     "text (default): the report on stdout; json: one JSON object on stdout with the keys "
-    "target, error, failure, schedules, exhausted, space, opaque, strategy, seed, elapsed (only "
+    "target, error, failure, schedules, exhausted, space, opaque, uninstrumented, strategy, "
+    "seed, elapsed (only "
     "target and error, with exit status 2, when the function cannot be imported or run)"
 )
 
@@ -310,7 +314,7 @@ def add_replay_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "token",
         metavar="TOKEN",
-        help="the replay token (il1.…) from a report; the schedule's settings travel in it",
+        help="the replay token (il2.…) from a report; the schedule's settings travel in it",
     )
     parser.add_argument(
         "--instrument",
@@ -576,7 +580,7 @@ def run_explore(
     err = err if err is not None else sys.stderr
     prefix = "interlace explore"
     from interlace.errors import InterlaceError
-    from interlace.harness.api import explain_opaque, explore
+    from interlace.harness.api import explain_opaque, explain_uninstrumented, explore
 
     options: dict[str, Any] = {}
     if args.max_steps is not None:
@@ -617,6 +621,7 @@ def run_explore(
             "exhausted": exploration.exhausted,
             "space": exploration.space,
             "opaque": exploration.opaque,
+            "uninstrumented": list(exploration.uninstrumented),
             "strategy": exploration.strategy,
             "seed": exploration.seed,
             "elapsed": exploration.elapsed,
@@ -643,9 +648,9 @@ def run_explore(
             else "",
             elapsed=exploration.elapsed,
         )
-        opaque = explain_opaque(exploration)
-        if opaque:
-            summary = MSG_EXPLORE_OPAQUE.format(summary=summary, opaque=opaque)
+        for note in (explain_opaque(exploration), explain_uninstrumented(exploration)):
+            if note:
+                summary = MSG_EXPLORE_OPAQUE.format(summary=summary, opaque=note)
     print(f"{prefix}: {summary}", file=err)
     return EXIT_FINDINGS if failure is not None else EXIT_CLEAN
 

@@ -838,6 +838,7 @@ class _Runner:
             explain,
             explain_opaque,
             explain_replay_pass,
+            explain_uninstrumented,
             explore,
             replay,
         )
@@ -893,7 +894,11 @@ class _Runner:
         guard.reraise()
         failure = exploration.failure
         line = _explored_line(nodeid, exploration)
-        opaque = explain_opaque(exploration, test=True)
+        covered = (
+            explain_opaque(exploration, test=True),
+            explain_uninstrumented(exploration, test=True),
+        )
+        opaque = "; ".join(note for note in covered if note)
         if opaque and failure is None:
             # Shown without -v: the pass covers less than it says.
             self._record(item, True, MSG_EXPLORED_OPAQUE.format(line=line, opaque=opaque))
