@@ -55,8 +55,32 @@ def _verdict(row: Mapping[str, Any]) -> str:
 
 
 def render(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The markdown document: the header paragraph, the table and the totals."""
-    return HEADER + "\n" + render_table(rows)
+    """The markdown document: the header paragraph, the table, the totals and provenance."""
+    return HEADER + "\n" + render_table(rows) + "\n" + render_provenance(rows)
+
+
+PROVENANCE_HEADER = """\
+## Provenance
+
+The real code each replica follows (repository, commit and file, or the code the report
+quotes), and every deliberate difference, with why. A row marked **verdict depends on a
+difference** would get another verdict without that difference.
+
+| id | follows | differences |
+|---|---|---|
+"""
+
+
+def render_provenance(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The provenance table: what each replica follows, and how it differs."""
+    lines = []
+    for row in rows:
+        upstream = row.get("upstream") or "not recorded"
+        differences = row.get("differences") or "none"
+        if row.get("verdict_depends_on_difference"):
+            differences = "**verdict depends on a difference:** " + differences
+        lines.append(f"| {row['id']} | {_cell(upstream)} | {_cell(differences)} |")
+    return PROVENANCE_HEADER + "\n".join(lines) + "\n"
 
 
 def render_table(rows: Sequence[Mapping[str, Any]]) -> str:
