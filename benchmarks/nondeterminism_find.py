@@ -25,6 +25,11 @@ same run:
 * detangle (``pip install detangle``, the asyncio peer on PyPI):
   ``detangle.explore(program, runs=1000, seed=s, database=False, timer_jitter=0.05)``.
 
+The last program is a thread race inside an installed package (a module imported from a
+directory named ``site-packages``, where interlace gives code no schedule points unless it is
+the explored function's own package or ``instrument`` names it); its stress baseline runs it
+on stock threads with ``sys.setswitchinterval(1e-6)``, and detangle does not run threads.
+
 A miss counts as the budget and is marked ``>``.
 """
 
@@ -210,6 +215,67 @@ async def group_cleanup_fixed() -> None:
     await _cleanup(check_open=True)
 
 
+# -- a thread race in an installed package ---------------------------------------------------------
+
+_INSTALLED = """
+import threading
+
+
+class Registry:
+    def __init__(self, locked):
+        self.items = {}
+        self._lock = threading.Lock() if locked else None
+
+    def _get_or_create(self, key):
+        if key not in self.items:
+            self.items[key] = object()
+        return self.items[key]
+
+    def get_or_create(self, key):
+        if self._lock is None:
+            return self._get_or_create(key)
+        with self._lock:
+            return self._get_or_create(key)
+
+
+def _race(locked):
+    registry = Registry(locked)
+    seen = []
+    threads = [
+        threading.Thread(target=lambda: seen.append(registry.get_or_create("k")))
+        for _ in range(2)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert seen[0] is seen[1], "two threads got two different objects for one key"
+
+
+def registry_race():
+    _race(locked=False)
+
+
+def registry_race_fixed():
+    _race(locked=True)
+"""
+
+
+def _installed_module() -> Any:
+    """``interlace_bench_registry``, written into a directory named ``site-packages`` (where
+    installed packages live) and imported from there, as a package from PyPI would be."""
+    import importlib
+    import tempfile
+    from pathlib import Path
+
+    root = Path(tempfile.mkdtemp(prefix="interlace-bench-")) / "site-packages"
+    package = root / "interlace_bench_registry"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(_INSTALLED, encoding="utf-8")
+    sys.path.insert(0, str(root))
+    return importlib.import_module("interlace_bench_registry")
+
+
 PROGRAMS: list[tuple[str, Program, Program]] = [
     ("tool_call_timeout", tool_call_timeout, tool_call_timeout_fixed),
     ("lease_watchdog", lease_watchdog, lease_watchdog_fixed),
@@ -217,6 +283,11 @@ PROGRAMS: list[tuple[str, Program, Program]] = [
     ("stream_pop", stream_pop, stream_pop_fixed),
     ("group_cleanup", group_cleanup, group_cleanup_fixed),
 ]
+
+
+def thread_programs() -> list[tuple[str, Callable[[], None], Callable[[], None]]]:
+    module = _installed_module()
+    return [("installed_registry", module.registry_race, module.registry_race_fixed)]
 
 
 # -- the baselines --------------------------------------------------------------------------------
@@ -252,6 +323,25 @@ def stress(program: Program, seed: int, budget: float) -> tuple[int, float, bool
         runs += 1
         if _stressed_once(program, rng):
             return runs, time.perf_counter() - started, True
+    return runs, time.perf_counter() - started, False
+
+
+def stress_threads(program: Callable[[], None], budget: float) -> tuple[int, float, bool]:
+    """Stock runs of a threaded program to the first failure, with CPython switching threads
+    as often as it can (``sys.setswitchinterval(1e-6)``)."""
+    started = time.perf_counter()
+    runs = 0
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        while time.perf_counter() - started < budget:
+            runs += 1
+            try:
+                program()
+            except AssertionError:
+                return runs, time.perf_counter() - started, True
+    finally:
+        sys.setswitchinterval(interval)
     return runs, time.perf_counter() - started, False
 
 
@@ -300,7 +390,8 @@ def main(argv: list[str]) -> int:
     )
     print(header)
     print("-" * len(header))
-    for name, buggy, fixed in PROGRAMS:
+    programs: list[tuple[str, Any, Any]] = [*PROGRAMS, *thread_programs()]
+    for name, buggy, fixed in programs:
         schedules, seconds, misses = [], [], 0
         labels, stalls, replays, determinism = set(), [], True, True
         for seed in seeds:
@@ -320,13 +411,20 @@ def main(argv: list[str]) -> int:
             determinism = determinism and second is not None and second.token == failure.token
         fixed_ok = all(interlace.explore(fixed, seed=seed).failure is None for seed in seeds)
         stress_runs, stress_seconds, stress_misses = [], [], 0
+        threaded = not asyncio.iscoroutinefunction(buggy)
         for seed in seeds:
-            runs, spent, found = stress(buggy, seed, stress_budget)
+            if threaded:
+                runs, spent, found = stress_threads(buggy, stress_budget)
+            else:
+                runs, spent, found = stress(buggy, seed, stress_budget)
             stress_runs.append(runs)
             stress_seconds.append(spent)
             stress_misses += not found
         dt_runs, dt_seconds, dt_misses, dt_error = [], [], 0, ""
         for seed in seeds:
+            if threaded:
+                dt_error = "asyncio only"
+                break
             runs, spent, found, dt_error = run_detangle(buggy, seed)
             if dt_error:
                 break
