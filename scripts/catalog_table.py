@@ -6,6 +6,10 @@ Usage::
     python scripts/catalog_table.py verdicts.json    # or renders a saved JSON list ("-" = stdin)
     python scripts/catalog_table.py --output docs/catalog.md
     python scripts/catalog_table.py verdicts.json --readme README.md
+    python scripts/catalog_table.py verdicts.json --real spoon.json --output docs/catalog.md
+
+``--real`` adds the side-by-side table of an ``interlace reproduce --against PACKAGE --format
+json`` run (replica, real package, reference, from that one run).
 
 ``--readme`` rewrites only the README's table and its totals line (from the ``| id | report``
 header to the ``N entries`` line), leaving the rest of the file as it is.
@@ -54,9 +58,51 @@ def _verdict(row: Mapping[str, Any]) -> str:
     return f"not reproduced: {row['schedules']} schedule{plural}{exhausted}"
 
 
-def render(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The markdown document: the header paragraph, the table, the totals and provenance."""
-    return HEADER + "\n" + render_table(rows) + "\n" + render_provenance(rows)
+def render(rows: Sequence[Mapping[str, Any]], real: Sequence[Mapping[str, Any]] = ()) -> str:
+    """The markdown document: the header paragraph, the table, the totals and provenance
+    (and, given ``real`` rows from an ``--against`` run, the real-package table)."""
+    parts = [HEADER, "\n", render_table(rows)]
+    if real:
+        parts += ["\n", render_real(real)]
+    parts += ["\n", render_provenance(rows)]
+    return "".join(parts)
+
+
+REAL_HEADER = """\
+## Against the real package
+
+The same scenarios, from one `interlace reproduce --against {name} --format json` run with
+{package} installed: the replica of the code the report describes (or, for a "(fix, PR ...)"
+claim, of the fix as merged), the real installed package, and the reference. Where replica and
+real package differ, the entry's argument and differences say why (the package is a later
+version). The replica column comes from that same run, so where it ran on another Python than
+the table above, entries whose verdict depends on the interpreter (S000-17) may differ.
+
+| id | replica | {package} | reference |
+|---|---|---|---|
+"""
+
+
+def _short(row: Mapping[str, Any]) -> str:
+    if row["verdict"] == "reproduced":
+        return f"reproduced: {row['kind']} ({row['label']})"
+    plural = "" if row["schedules"] == 1 else "s"
+    return f"not reproduced: {row['schedules']} schedule{plural}" + (
+        ", exhausted" if row["exhausted"] else ""
+    )
+
+
+def render_real(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The side-by-side table of an ``--against`` run: replica, real package, reference."""
+    packages = sorted({row["real_package"] for row in rows if row.get("real")})
+    lines = []
+    for row in rows:
+        real = row.get("real")
+        cells = (row["id"], _short(row), "n/a" if not real else _short(real), row["reference"])
+        lines.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
+    names = " ".join(sorted({package.split(" ")[0] for package in packages}))
+    header = REAL_HEADER.format(package=" / ".join(packages), name=names)
+    return header + "\n".join(lines) + "\n"
 
 
 PROVENANCE_HEADER = """\
@@ -159,15 +205,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--readme", help="replace the catalog table (and its totals line) in this file"
     )
+    parser.add_argument(
+        "--real", help="saved JSON of an 'interlace reproduce --against PACKAGE' run to show"
+    )
     args = parser.parse_args(argv)
     rows = _load(args.json)
+    real = _load(args.real) if args.real else []
     if args.readme:
         readme = Path(args.readme)
         readme.write_text(update_readme(readme.read_text(encoding="utf-8"), rows), "utf-8")
     if args.output:
-        Path(args.output).write_text(render(rows), encoding="utf-8")
+        Path(args.output).write_text(render(rows, real), encoding="utf-8")
     elif not args.readme:
-        sys.stdout.write(render(rows))
+        sys.stdout.write(render(rows, real))
     return 0
 
 
