@@ -25,7 +25,7 @@ from interlace._core.result import RunResult, StepRecord
 from interlace._core.schedule import ADDRESS, READY, STALL, THREAD, Decision, Settings
 from interlace._core.strategy import Chooser
 from interlace.errors import UnsupportedOperationError
-from interlace.harness import _fault, _instrument, _interrupt, _kernel, _loop, _threads
+from interlace.harness import _fault, _instrument, _interrupt, _kernel, _loop, _pools, _threads
 from interlace.harness._footprint import AVAILABLE as FOOTPRINTS
 from interlace.harness._footprint import Tracer
 from interlace.harness._introspect import (
@@ -375,11 +375,14 @@ def _take_back() -> None:
 
 
 def _waits_in_loop(frame: types.FrameType | None) -> bool:
-    """Whether the loop's thread, at ``frame``, waits in the loop itself (for a job)."""
+    """Whether the loop's thread, at ``frame``, waits in the loop itself (for a job), or for
+    a process pool's job (``_pools``)."""
     waits = (
         ControlledEventLoop._wait_for_threads.__code__,
         ControlledEventLoop._wait_in_scheduler.__code__,
     )
+    if _pools.waits_for_job(frame):
+        return True  # a process pool's job: its wait has a time limit of its own
     while frame is not None:
         if frame.f_code in waits:
             return True
@@ -527,14 +530,17 @@ class AsyncioBackend:
                 and ctl is None  # footprints of the run's threads are not recorded
             ):
                 model = modeller.model(self.settings)
-            if mixed is None:
-                _cleanup(loop)
-            else:
-                ended = kind is None and passthrough is None and not loop.divergence
-                try:
-                    _end_mixed(loop, mixed, ended=ended)
-                except BaseException as exc:  # Ctrl-C while the run's threads finish
-                    passthrough = passthrough or exc
+            try:
+                if mixed is None:
+                    _cleanup(loop)
+                else:
+                    ended = kind is None and passthrough is None and not loop.divergence
+                    try:
+                        _end_mixed(loop, mixed, ended=ended)
+                    except BaseException as exc:  # Ctrl-C while the run's threads finish
+                        passthrough = passthrough or exc
+            finally:
+                _pools.end_run()
         if passthrough is not None:
             raise passthrough
         ctl = mixed.ctl if mixed is not None else None
@@ -607,7 +613,7 @@ class AsyncioBackend:
             cut=cut,
             trace=trace,
             divergence=divergence,
-            opaque=loop.opaque or (ctl is not None and ctl.stock_loop_tasks),
+            opaque=loop.opaque or (ctl is not None and (ctl.stock_loop_tasks or ctl.opaque)),
             hashed=loop.hashed,
             free_threaded=tuple(ctl.free_threaded) if ctl is not None else (),
             gil_points=tuple(ctl.gil_points) if ctl is not None else (),

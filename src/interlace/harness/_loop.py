@@ -533,8 +533,8 @@ MSG_JOB_TIMEOUT = (
 def _job_timeout_message(func: Any, timeout: float) -> str:
     return (
         f"the executor job {_callable(func)} (run_in_executor/to_thread) did not finish in "
-        f"{timeout:g} s: its executor is one interlace cannot control (a process pool, a "
-        "custom executor, or a thread pool whose workers started before the exploration), so "
+        f"{timeout:g} s: its executor is one interlace cannot control (a custom executor, "
+        "or a thread pool whose workers started before the exploration), so "
         "the job runs as one opaque step while the event loop waits, and a job that waits for "
         "the loop (for example through run_coroutine_threadsafe(...).result()) can never "
         "finish. Use the loop's default executor (asyncio.to_thread, run_in_executor(None, "
@@ -976,9 +976,10 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
                     max_workers=1, thread_name_prefix="interlace-job"
                 )
             executor = self._job_executor
-        job = executor.submit(func, *args)
         self._cause = IO  # the job's real duration could be anything: its waiter may lag
         try:
+            # A process pool's submit returns once the job is done, or refuses it (``_pools``).
+            job = executor.submit(func, *args)
             result = job.result(timeout=self._job_timeout)
         except concurrent.futures.TimeoutError:
             future.set_exception(

@@ -251,6 +251,8 @@ class Controller:
     stock_loop_tasks = False
     """A stock event loop in a controlled thread ran two tasks or more at once: the orders of
     their steps were not explored (a stock loop runs them in its own FIFO order)."""
+    opaque = False
+    """A thread of the run ran a step outside the schedule (a process pool's job, ``_pools``)."""
 
     def __init__(
         self,
@@ -723,10 +725,14 @@ class Controller:
         thread holds, maybe ``t``. Unwinding the parked threads releases it; the main
         thread then ends the run as after any failure.
         """
+        from interlace.harness import _pools
+
         current = self.current
         if current is None or current.ident is None:
             return False
         frame = sys._current_frames().get(current.ident)
+        if _pools.waits_for_job(frame):
+            return False  # a process pool's job: its wait has a time limit of its own
         lock_wait = _outside_lock_wait(frame)
         if lock_wait is not None:
             # A thread that loops in library code without a schedule point passes through
@@ -1054,7 +1060,7 @@ class Controller:
         ours = {u.ident for u in self.threads}
         frames = sys._current_frames()
         for other in threading.enumerate():
-            if other.ident in ours or not _orig_is_alive(other):
+            if other.ident in ours or not _orig_is_alive(other) or _never_wakes_run(other):
                 continue
             frame = frames.get(other.ident) if other.ident is not None else None
             was = self.outside_at.get(other.ident) if other.ident is not None else None
@@ -1064,8 +1070,9 @@ class Controller:
 
     def _natives(self) -> set[int]:
         """The kernel ids of the threads ``_kernel`` leaves out: the run's own (by their
-        objects: a thread's ident may be reused by a new one) and those whose only act ends
-        the process (pytest-timeout's timer).
+        objects: a thread's ident may be reused by a new one) and those that cannot end a wait
+        of the run (``_never_wakes_run``: pytest-timeout's timer, a process pool's idle
+        threads).
 
         For the others, the kernel may show that none can end a wait of the run before the
         wait for them would give up: each has not run since before the run began, so nothing
@@ -1074,18 +1081,21 @@ class Controller:
         exporter): the wait for threads outside the run would give up before it moved, with
         the same outcome."""
         left_out = [u.thread for u in self.threads[1:] if u.thread is not None]
-        left_out.extend(other for other in threading.enumerate() if _ends_the_process(other))
+        left_out.extend(other for other in threading.enumerate() if _never_wakes_run(other))
         natives = {self.native}
         natives.update(thread.native_id for thread in left_out if thread.native_id is not None)
         return natives
 
     def _outside_threads(self) -> list[str]:
-        """The names of the live threads that are not this run's."""
+        """The names of the live threads that are not this run's, but for a process pool's
+        idle threads (``_pools.quiet``), which cannot end a wait of the run."""
+        from interlace.harness import _pools
+
         ours = {u.ident for u in self.threads}
         return [
             other.name
             for other in threading.enumerate()
-            if other.ident not in ours and _orig_is_alive(other)
+            if other.ident not in ours and _orig_is_alive(other) and not _pools.quiet(other)
         ]
 
     def _holder(self, waiting: tuple[str, Any]) -> _Thread | None:
@@ -2905,6 +2915,14 @@ def _ends_the_process(thread: threading.Thread) -> bool:
     )
 
 
+def _never_wakes_run(thread: threading.Thread) -> bool:
+    """Whether ``thread``, outside the run, cannot end a wait of it: pytest-timeout's timer,
+    or a process pool's idle thread (``_pools.quiet``)."""
+    from interlace.harness import _pools
+
+    return _ends_the_process(thread) or _pools.quiet(thread)
+
+
 def _positions() -> dict[int, tuple[types.FrameType, int]]:
     """Where every other thread stands now: its innermost frame and instruction."""
     me = _get_ident()
@@ -2995,6 +3013,8 @@ def controlled_exploration(
     With ``lazy`` the schedule points stay off until :func:`activate_instrumentation`.
     """
     global _tool, _watching, _careful_lines
+    from interlace.harness import _pools
+
     if not _active.acquire(False):
         raise UnsupportedOperationError(
             "a threads exploration is already running in this process (another thread, or "
@@ -3024,7 +3044,7 @@ def controlled_exploration(
                 activate_instrumentation(target)
         for name in _LOGGERS:
             logging.getLogger(name).addFilter(_not_unwinding)
-        for owner, attr, replacement in _PATCHES:
+        for owner, attr, replacement in (*_PATCHES, *_pools.PATCHES):
             saved.append((owner, attr, getattr(owner, attr)))
             setattr(owner, attr, replacement)
         saved.extend(_patch_user_globals())
@@ -3124,6 +3144,7 @@ class ThreadsBackend:
 
     def run(self, chooser: Chooser, *, record: bool = False) -> RunResult:
         global _baton
+        from interlace.harness import _pools
         from interlace.harness._asyncio_backend import is_passthrough, refusal
 
         _interrupt.check()
@@ -3183,6 +3204,7 @@ class ThreadsBackend:
             end_hashes()
             sys.settrace(previous_trace)
             _affinity.unpin(pinned)
+            _pools.end_run()
         if interrupted is not None:
             raise interrupted
         if ctl.passthrough is not None:
@@ -3212,7 +3234,7 @@ class ThreadsBackend:
             cut=ctl.cut,
             trace=tuple(ctl.records),
             divergence=getattr(chooser, "divergence", None),
-            opaque=ctl.stock_loop_tasks,
+            opaque=ctl.stock_loop_tasks or ctl.opaque,
             free_threaded=tuple(ctl.free_threaded),
             gil_points=tuple(ctl.gil_points),
             uninstrumented=tuple(sorted(ctl.uninstrumented)),

@@ -79,8 +79,9 @@ MSG_REPLAY_STOCK = (
 MSG_OPAQUE = (
     "some steps ran outside interlace's control and their interleavings were not explored: "
     "executor jobs on threads it did not start (the workers of an executor created and used "
-    "before {when}, a process pool) or the tasks of an event loop run in a thread; create "
-    "the executor inside {subject}"
+    "before {when}), jobs of a process pool (each ran as one step, in another process), or "
+    "the tasks of an event loop run in a thread; for jobs whose interleavings are explored, "
+    "run them on a ThreadPoolExecutor created inside {subject}"
 )
 
 MSG_UNINSTRUMENTED = (
