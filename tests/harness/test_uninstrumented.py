@@ -195,3 +195,28 @@ def test_the_command_line_summary_and_json_name_the_uninstrumented_module(
     assert cli.main([*args, "--format", "json"]) == cli.EXIT_CLEAN
     payload = json.loads(capsys.readouterr().out)
     assert (payload["exhausted"], payload["uninstrumented"]) == (False, ["unpointed_lib"])
+
+
+def test_a_test_tools_code_that_runs_in_a_thread_is_not_the_programs() -> None:
+    # Hypothesis times every garbage collection with a gc callback, which runs in whichever
+    # thread the collection happens in: a controlled thread of a later exploration in the
+    # same process ran it "without schedule points", and the run was wrongly not exhausted.
+    from hypothesis.internal.conjecture import junkdrawer
+
+    from interlace.harness import _instrument
+
+    junkdrawer.gc_cumulative_time()  # installs the callback, as a Hypothesis test run does
+    assert _instrument.uninstrumented_module(junkdrawer.__file__) == ""
+
+    def collect_in_two_threads() -> None:
+        import gc
+
+        threads = [threading.Thread(target=gc.collect) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    exploration = interlace.explore(collect_in_two_threads, max_schedules=50, seed=1)
+    assert exploration.failure is None
+    assert exploration.uninstrumented == ()

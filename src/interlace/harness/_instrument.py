@@ -287,9 +287,25 @@ hold this dict itself, to look a plan up without a call."""
 _widen: tuple[str, ...] = ()
 _outside: dict[str, str] = {}
 """Each file's ``uninstrumented_module`` answer, once asked for."""
-_TEST_RUNNERS = frozenset({"_pytest", "pytest", "pluggy"})
-"""Installed packages whose code a test calls (``pytest.raises``, ``pytest.approx``) to check
-the program, not as part of it: their state is the test's, never the program's shared state."""
+_TEST_RUNNERS = frozenset(
+    {
+        "_pytest",
+        "pytest",
+        "pluggy",
+        "hypothesis",
+        "_hypothesis_globals",
+        "_hypothesis_pytestplugin",
+        "coverage",
+        "pytest_timeout",
+        "xdist",
+        "execnet",
+    }
+)
+"""Installed packages whose code runs inside a test without being the program's: what a test
+calls to check it (``pytest.raises``, ``pytest.approx``), and what test tools run in whatever
+thread is current (Hypothesis's garbage-collector callback, which times every collection;
+coverage's and pytest-timeout's hooks). Their state is the test's, never the program's
+shared state."""
 
 
 def set_instrumented(prefixes: Sequence[str]) -> None:
