@@ -19,6 +19,7 @@ import pytest
 
 from interlace._core.schedule import Settings, encode_token
 from interlace.harness import api, cli
+from interlace.harness import pytest_plugin as plugin
 from interlace.harness._instrument import uninstrumentable
 from interlace.harness._threads import MSG_STALL_TIMEOUT
 
@@ -588,11 +589,6 @@ def test_mistakes_exit_2_with_a_message_and_no_traceback(
         (["--depth", "0"], "argument --depth: '0' is not a whole number >= 1"),
         (["--strategy", "bfs"], "argument --strategy: invalid choice: 'bfs'"),
         (["--format", "xml"], "argument --format: invalid choice: 'xml'"),
-        (
-            ["--instrument", " , "],
-            "argument --instrument: ' , ' is not a list of module names or paths: write "
-            "e.g. httpx,src/vendored/",
-        ),
     ],
 )
 def test_bad_flags_are_usage_errors(
@@ -602,6 +598,27 @@ def test_bad_flags_are_usage_errors(
     assert code == cli.EXIT_ERROR
     assert out == ""
     assert f"interlace explore: error: {expected}" in err
+
+
+@pytest.mark.usefixtures("project")
+@pytest.mark.parametrize("command", ["explore", "replay"])
+@pytest.mark.parametrize("flag", [" , ", "httpx;anyio", "httpx,my lib"])
+def test_a_malformed_instrument_is_refused_as_the_pytest_plugin_refuses_it(
+    capsys: pytest.CaptureFixture[str], command: str, flag: str
+) -> None:
+    token = ["il2.unused"] if command == "replay" else []
+    code, out, err = invoke(
+        capsys, command, "threads:check_then_insert", *token, "--instrument", flag
+    )
+    assert code == cli.EXIT_ERROR
+    assert out == ""
+    expected = plugin.MSG_NOT_MODULES.format(
+        setting="--instrument",
+        value=flag,
+        source=plugin.SOURCE_COMMAND_LINE,
+        example=plugin._TEXT_MODULES_EXAMPLE,
+    )
+    assert err == f"interlace {command}: error: {expected}\n"
 
 
 @pytest.mark.usefixtures("project")
@@ -622,10 +639,14 @@ def test_instrumenting_a_module_that_cannot_be_instrumented_is_a_usage_error(
     )
     assert code == cli.EXIT_ERROR
     assert out == ""
-    assert (
-        f"interlace {command}: error: argument --instrument: {flag!r} names {name!r}, which "
-        f"cannot be instrumented: {uninstrumentable(name)}\n"
-    ) in err
+    expected = plugin.MSG_NOT_INSTRUMENTABLE.format(
+        setting="--instrument",
+        value=flag,
+        source=plugin.SOURCE_COMMAND_LINE,
+        name=name,
+        reason=uninstrumentable(name),
+    )
+    assert f"interlace {command}: error: {expected}\n" in err
 
 
 def test_an_import_error_in_the_users_module_shows_their_traceback(
