@@ -664,6 +664,48 @@ def test_an_import_error_in_the_users_module_shows_their_traceback(
     assert "importlib" not in err
 
 
+@pytest.mark.parametrize("spec", ["unparsable:main", "unparsable.py:main"])
+def test_a_syntax_error_in_the_users_module_shows_the_line_and_the_caret(
+    project: Path, capsys: pytest.CaptureFixture[str], spec: str
+) -> None:
+    (project / "unparsable.py").write_text("import asyncio\n\ndef main(:\n    pass\n")
+    code, _, err = invoke(capsys, "explore", spec)
+    assert code == cli.EXIT_ERROR
+    module = spec.partition(":")[0]
+    header = "interlace explore: error: " + cli.MSG_IMPORT_RAISED.format(
+        module=module, error="SyntaxError"
+    )
+    path = project / "unparsable.py"
+    # No traceback: the import itself raised it, and Python shows none either.
+    assert err.splitlines() == [
+        header,
+        f'  File "{path.resolve()}", line 3',
+        "    def main(:",
+        "             ^",
+        "SyntaxError: invalid syntax",
+    ]
+
+
+def test_a_syntax_error_in_a_module_the_target_imports_shows_the_users_frames_and_the_caret(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "importer.py").write_text("import half_written\n")
+    (project / "half_written.py").write_text("value = (1,\n")
+    code, _, err = invoke(capsys, "explore", "importer:main")
+    assert code == cli.EXIT_ERROR
+    assert err.splitlines() == [
+        "interlace explore: error: "
+        + cli.MSG_IMPORT_RAISED.format(module="importer", error="SyntaxError"),
+        "Traceback (most recent call last):",
+        f'  File "{(project / "importer.py").resolve()}", line 1, in <module>',
+        "    import half_written",
+        f'  File "{(project / "half_written.py").resolve()}", line 1',
+        "    value = (1,",
+        "            ^",
+        "SyntaxError: '(' was never closed",
+    ]
+
+
 MISUSED = """
 import asyncio
 

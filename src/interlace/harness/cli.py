@@ -393,7 +393,16 @@ def _user_traceback(exc: BaseException) -> str:
         if not frame.filename.startswith(hidden)
     ]
     lines = ["Traceback (most recent call last):\n", *traceback.format_list(frames)]
-    lines.append(_exception_text(exc) + "\n")
+    if isinstance(exc, SyntaxError):
+        # The file, line, source and caret, as Python shows them; a SyntaxError raised by the
+        # import itself has only importlib's frames, and Python shows no empty traceback.
+        if not frames:
+            lines.clear()
+        lines.extend(traceback.format_exception_only(exc))
+    else:
+        # Not format_exception_only: a failure's exception carries the replay note, which
+        # the report above it already shows.
+        lines.append(_exception_text(exc) + "\n")
     return "".join(lines)
 
 
