@@ -17,6 +17,25 @@ EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
 EXIT_ERROR = 2
 
+MSG_UNRECOGNIZED = "unrecognized arguments: {arguments}"
+
+
+class _CommandParser(argparse.ArgumentParser):
+    """A subcommand's parser that refuses the arguments it does not know itself.
+
+    argparse hands a subcommand's unknown arguments back to the top-level parser, which then
+    prints its own usage (``interlace [-h] [--version] COMMAND ...``) for a mistake made after
+    ``explore``; here the subcommand reports it, with its usage line, as ruff and git do.
+    """
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(MSG_UNRECOGNIZED.format(arguments=" ".join(extras)))
+        return parsed, extras
+
 
 def _build_parser() -> argparse.ArgumentParser:
     from interlace import __version__
@@ -28,7 +47,7 @@ def _build_parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("--version", action="version", version=f"interlace {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_CommandParser)
     sub.required = True
 
     from interlace.harness import cli as harness_cli

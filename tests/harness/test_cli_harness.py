@@ -19,6 +19,7 @@ import pytest
 
 from interlace._core.schedule import Settings, encode_token
 from interlace.harness import api, cli
+from interlace.harness import pytest_plugin as plugin
 from interlace.harness._instrument import uninstrumentable
 from interlace.harness._threads import MSG_STALL_TIMEOUT
 
@@ -588,11 +589,6 @@ def test_mistakes_exit_2_with_a_message_and_no_traceback(
         (["--depth", "0"], "argument --depth: '0' is not a whole number >= 1"),
         (["--strategy", "bfs"], "argument --strategy: invalid choice: 'bfs'"),
         (["--format", "xml"], "argument --format: invalid choice: 'xml'"),
-        (
-            ["--instrument", " , "],
-            "argument --instrument: ' , ' is not a list of module names or paths: write "
-            "e.g. httpx,src/vendored/",
-        ),
     ],
 )
 def test_bad_flags_are_usage_errors(
@@ -602,6 +598,27 @@ def test_bad_flags_are_usage_errors(
     assert code == cli.EXIT_ERROR
     assert out == ""
     assert f"interlace explore: error: {expected}" in err
+
+
+@pytest.mark.usefixtures("project")
+@pytest.mark.parametrize("command", ["explore", "replay"])
+@pytest.mark.parametrize("flag", [" , ", "httpx;anyio", "httpx,my lib"])
+def test_a_malformed_instrument_is_refused_as_the_pytest_plugin_refuses_it(
+    capsys: pytest.CaptureFixture[str], command: str, flag: str
+) -> None:
+    token = ["il2.unused"] if command == "replay" else []
+    code, out, err = invoke(
+        capsys, command, "threads:check_then_insert", *token, "--instrument", flag
+    )
+    assert code == cli.EXIT_ERROR
+    assert out == ""
+    expected = plugin.MSG_NOT_MODULES.format(
+        setting="--instrument",
+        value=flag,
+        source=plugin.SOURCE_COMMAND_LINE,
+        example=plugin._TEXT_MODULES_EXAMPLE,
+    )
+    assert err == f"interlace {command}: error: {expected}\n"
 
 
 @pytest.mark.usefixtures("project")
@@ -622,10 +639,14 @@ def test_instrumenting_a_module_that_cannot_be_instrumented_is_a_usage_error(
     )
     assert code == cli.EXIT_ERROR
     assert out == ""
-    assert (
-        f"interlace {command}: error: argument --instrument: {flag!r} names {name!r}, which "
-        f"cannot be instrumented: {uninstrumentable(name)}\n"
-    ) in err
+    expected = plugin.MSG_NOT_INSTRUMENTABLE.format(
+        setting="--instrument",
+        value=flag,
+        source=plugin.SOURCE_COMMAND_LINE,
+        name=name,
+        reason=uninstrumentable(name),
+    )
+    assert f"interlace {command}: error: {expected}\n" in err
 
 
 def test_an_import_error_in_the_users_module_shows_their_traceback(
@@ -641,6 +662,48 @@ def test_an_import_error_in_the_users_module_shows_their_traceback(
     assert re.search(r'File ".*broken\.py", line 3, in <module>\n', err)
     assert err.endswith("ZeroDivisionError: division by zero\n")
     assert "importlib" not in err
+
+
+@pytest.mark.parametrize("spec", ["unparsable:main", "unparsable.py:main"])
+def test_a_syntax_error_in_the_users_module_shows_the_line_and_the_caret(
+    project: Path, capsys: pytest.CaptureFixture[str], spec: str
+) -> None:
+    (project / "unparsable.py").write_text("import asyncio\n\ndef main(:\n    pass\n")
+    code, _, err = invoke(capsys, "explore", spec)
+    assert code == cli.EXIT_ERROR
+    module = spec.partition(":")[0]
+    header = "interlace explore: error: " + cli.MSG_IMPORT_RAISED.format(
+        module=module, error="SyntaxError"
+    )
+    path = project / "unparsable.py"
+    # No traceback: the import itself raised it, and Python shows none either.
+    assert err.splitlines() == [
+        header,
+        f'  File "{path.resolve()}", line 3',
+        "    def main(:",
+        "             ^",
+        "SyntaxError: invalid syntax",
+    ]
+
+
+def test_a_syntax_error_in_a_module_the_target_imports_shows_the_users_frames_and_the_caret(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "importer.py").write_text("import half_written\n")
+    (project / "half_written.py").write_text("value = (1,\n")
+    code, _, err = invoke(capsys, "explore", "importer:main")
+    assert code == cli.EXIT_ERROR
+    assert err.splitlines() == [
+        "interlace explore: error: "
+        + cli.MSG_IMPORT_RAISED.format(module="importer", error="SyntaxError"),
+        "Traceback (most recent call last):",
+        f'  File "{(project / "importer.py").resolve()}", line 1, in <module>',
+        "    import half_written",
+        f'  File "{(project / "half_written.py").resolve()}", line 1',
+        "    value = (1,",
+        "            ^",
+        "SyntaxError: '(' was never closed",
+    ]
 
 
 MISUSED = """

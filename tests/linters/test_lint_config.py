@@ -17,6 +17,7 @@ from interlace.linters._config import (
     resolve_selection,
     selected_codes,
 )
+from interlace.linters._files import GLOB_NO_PATTERN, GLOB_UNCLOSED_CLASS
 
 CODES = ("IL101", "IL102", "IL201", "IL301", "IL302", "IL303")
 
@@ -327,6 +328,38 @@ def test_bad_config_values_name_key_value_file_and_fix(
     with pytest.raises(ConfigError) as info:
         load_config(path)
     assert str(info.value) == message.replace("{path}", str(path)).replace("{codes}", codes)
+
+
+@pytest.mark.parametrize(
+    ("body", "key", "glob", "reason"),
+    [
+        ('extend-exclude = ["[unclosed"]', "extend-exclude", "[unclosed", GLOB_UNCLOSED_CLASS),
+        ('exclude = ["gen/a[b]c["]', "exclude", "gen/a[b]c[", GLOB_UNCLOSED_CLASS),
+        (
+            'per-file-ignores = { "tests/[x" = ["IL201"] }',
+            "per-file-ignores",
+            "tests/[x",
+            GLOB_UNCLOSED_CLASS,
+        ),
+        ('extend-exclude = ["/"]', "extend-exclude", "/", GLOB_NO_PATTERN),
+    ],
+)
+def test_a_glob_that_matches_no_path_is_a_config_error_naming_key_value_and_file(
+    tmp_path: Path, body: str, key: str, glob: str, reason: str
+) -> None:
+    path = write(tmp_path, f"[tool.interlace.lint]\n{body}\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value) == (
+        f"invalid glob {glob!r} in {key} in {path} [tool.interlace.lint]: {reason}; write a "
+        "gitignore-style glob relative to the project root, e.g. 'build', 'tests/fixtures/**' "
+        "or '*_pb2.py'"
+    )
+
+
+def test_a_literal_bracket_escaped_in_a_glob_is_accepted(tmp_path: Path) -> None:
+    path = write(tmp_path, '[tool.interlace.lint]\nextend-exclude = ["\\\\[unclosed"]\n')
+    assert load_config(path).exclude[-1] == "\\[unclosed"
 
 
 def test_invalid_toml_is_a_config_error(tmp_path: Path) -> None:

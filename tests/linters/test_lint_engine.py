@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import re
+from importlib.metadata import version
 from typing import ClassVar
 
 import libcst as cst
 import pytest
 
 from interlace.linters import FileError, LintContext, Related, Rule, lint_source
-from interlace.linters._engine import active_rules
+from interlace.linters._engine import MSG_PARSER_LIMIT, active_rules
 from interlace.linters.messages import MESSAGES
 from interlace.linters.rules.noqa import FlagUnusedNoqa
 from interlace.linters.rules.primitives import AvoidAsyncioPrimitiveInInit
@@ -116,6 +118,21 @@ def test_syntax_error_is_reported_with_its_line(source: str | bytes, row: int, c
 def test_syntax_error_in_a_file_no_rule_parses_is_still_reported() -> None:
     result = lint_source("def f(:\n", [AvoidAsyncioPrimitiveInInit], filename="bad.py")
     assert result.errors == (FileError("bad.py", 1, 7, "cannot parse: invalid syntax", "syntax"),)
+
+
+def test_valid_code_libcst_cannot_parse_is_skipped_as_a_limit_not_called_invalid() -> None:
+    # From CPython's Lib/test/test_grammar.py: a parenthesized annotated name, valid Python
+    # that libcst's grammar does not have.
+    source = "import asyncio\nL = asyncio.Lock()\n\ndef f():\n    (name): int\n"
+    compile(source, "valid.py", "exec")
+    result = lint_source(source, [AvoidAsyncioPrimitiveInInit], filename="valid.py")
+    assert result.findings == ()
+    [error] = result.errors
+    assert (error.filename, error.row, error.column, error.kind) == ("valid.py", 1, 1, "limit")
+    row, column = (int(n) for n in re.findall(r"near (\d+):(\d+)\)", error.message)[0])
+    assert error.message == MSG_PARSER_LIMIT.format(
+        version=version("libcst"), row=row, column=column
+    )
 
 
 def test_a_crashing_rule_becomes_an_internal_error_and_other_rules_still_report() -> None:

@@ -40,11 +40,13 @@ __all__ = (
     "CallSite",
     "Plan",
     "Unknown",
+    "check_instrument",
     "evaluate",
     "is_under_test",
     "package_of_target",
     "plan_for",
     "reader",
+    "split_instrument",
     "uninstrumentable",
     "uninstrumented_module",
 )
@@ -95,6 +97,56 @@ _NEVER_UNDER_TEST = frozenset(
     for module in (threading, _weakrefset, contextlib)
     if module.__file__ is not None
 )
+
+
+# The ``instrument`` messages, shared by every source (marker, pytest option, environment,
+# ini file, ``interlace explore``/``replay --instrument``) so that one value is accepted or
+# refused the same way wherever it is written.
+MSG_NOT_MODULES = (
+    "{setting}={value!r} from {source} is not a list of module names or paths: write e.g. {example}"
+)
+MSG_NOT_INSTRUMENTABLE = (
+    "{setting}={value!r} from {source} names {name!r}, which cannot be instrumented: {reason}"
+)
+TEXT_MODULES_EXAMPLE = "'mypackage,src/vendored/'"
+
+
+def is_path(name: str) -> bool:
+    """Whether the ``instrument`` value ``name`` is a path rather than a module name."""
+    return "/" in name or os.sep in name or name.endswith(".py")
+
+
+def is_module_or_path(name: str) -> bool:
+    """A dotted module name, a path (``src/vendored/``, ``lib.py``) or a ``<string>`` name."""
+    if is_path(name) or (name.startswith("<") and name.endswith(">")):
+        return True
+    return all(part.isidentifier() for part in name.split("."))
+
+
+def split_instrument(text: str) -> list[str]:
+    """The names in an ``instrument`` text: separated by commas or newlines, blanks dropped."""
+    return [name.strip() for name in text.replace("\n", ",").split(",") if name.strip()]
+
+
+def check_instrument(
+    setting: str, value: object, source: str, names: object, *, example: str
+) -> str | None:
+    """What is wrong with the ``instrument`` names ``names`` (parsed from ``value``, which
+    ``setting`` from ``source`` gave), as the message to show, or None when they are usable.
+
+    ``example`` is what to write instead, in the syntax of the source.
+    """
+    if not isinstance(names, (list, tuple)) or not all(
+        isinstance(name, str) and is_module_or_path(name) for name in names
+    ):
+        return MSG_NOT_MODULES.format(setting=setting, value=value, source=source, example=example)
+    for name in names:
+        reason = uninstrumentable(name)
+        if reason is not None:
+            return MSG_NOT_INSTRUMENTABLE.format(
+                setting=setting, value=value, source=source, name=name, reason=reason
+            )
+    return None
 
 
 def uninstrumentable(name: str) -> str | None:

@@ -62,6 +62,8 @@ MSG_EXPLORE_OPAQUE = "{summary}; {opaque}"
 MSG_REPLAY_FAILED = "the schedule still fails: {kind} ({steps})"
 MSG_REPLAY_PASSED = "the schedule no longer fails: {spec} ran to completion under it"
 MSG_PROGRESS = "\r{prefix}: {done}/{total} schedules"
+# Where a value came from, named as the pytest plugin names it (SOURCE_COMMAND_LINE there).
+SOURCE_COMMAND_LINE = "the command line"
 
 _TEXT_HELP_EXPLORE = (
     "Run a zero-argument function under many deterministic schedules and report the first "
@@ -124,28 +126,30 @@ def _whole(minimum: int) -> Callable[[str], int]:
     return parse
 
 
-def _names(text: str) -> list[str]:
-    names = [name.strip() for name in text.split(",") if name.strip()]
-    if not names:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a list of module names or paths: write e.g. httpx,src/vendored/"
+def _instrument(values: list[str] | None) -> tuple[str, ...]:
+    """The names of every ``--instrument``, checked as the pytest plugin checks its own
+    sources (one shared check and message), so both accept and refuse the same values.
+
+    Raises:
+        UsageError: a value is not a list of module names or paths, or names one that
+            cannot be instrumented.
+    """
+    from interlace.harness import _instrument as instrument
+
+    names: list[str] = []
+    for value in values or ():
+        parsed = instrument.split_instrument(value)
+        problem = instrument.check_instrument(
+            "--instrument",
+            value,
+            SOURCE_COMMAND_LINE,
+            parsed if parsed else None,
+            example=instrument.TEXT_MODULES_EXAMPLE,
         )
-    from interlace.harness._instrument import uninstrumentable
-
-    for name in names:
-        reason = uninstrumentable(name)
-        if reason is not None:
-            raise argparse.ArgumentTypeError(
-                f"{text!r} names {name!r}, which cannot be instrumented: {reason}"
-            )
-    return names
-
-
-_names.__name__ = "list of module names or paths"
-
-
-def _instrument(groups: list[list[str]] | None) -> tuple[str, ...]:
-    return tuple(name for group in groups or () for name in group)
+        if problem is not None:
+            raise UsageError(problem)
+        names.extend(parsed)
+    return tuple(names)
 
 
 def _seconds(text: str) -> float:
@@ -289,7 +293,6 @@ def add_explore_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--instrument",
-        type=_names,
         action="append",
         default=None,
         metavar="NAMES",
@@ -318,7 +321,6 @@ def add_replay_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--instrument",
-        type=_names,
         action="append",
         default=None,
         metavar="NAMES",
@@ -391,7 +393,16 @@ def _user_traceback(exc: BaseException) -> str:
         if not frame.filename.startswith(hidden)
     ]
     lines = ["Traceback (most recent call last):\n", *traceback.format_list(frames)]
-    lines.append(_exception_text(exc) + "\n")
+    if isinstance(exc, SyntaxError):
+        # The file, line, source and caret, as Python shows them; a SyntaxError raised by the
+        # import itself has only importlib's frames, and Python shows no empty traceback.
+        if not frames:
+            lines.clear()
+        lines.extend(traceback.format_exception_only(exc))
+    else:
+        # Not format_exception_only: a failure's exception carries the replay note, which
+        # the report above it already shows.
+        lines.append(_exception_text(exc) + "\n")
     return "".join(lines)
 
 
@@ -588,9 +599,9 @@ def run_explore(
     for name in ("max_time", "max_seconds", "stall_timeout", "max_stall", "bound", "depth"):
         if getattr(args, name) is not None:
             options[name] = getattr(args, name)
-    instrument = _instrument(args.instrument)
     progress = Progress(err, prefix)
     try:
+        instrument = _instrument(args.instrument)
         target = resolve_target(args.target)
         exploration = explore(
             target.function,
@@ -665,11 +676,11 @@ def run_replay(
     from interlace.errors import InterlaceError
     from interlace.harness.api import explain_replay_pass, replay
 
-    instrument = _instrument(args.instrument)
     options: dict[str, Any] = {}
     if args.stall_timeout is not None:
         options["stall_timeout"] = args.stall_timeout
     try:
+        instrument = _instrument(args.instrument)
         target = resolve_target(args.target)
         failure = replay(
             target.function,

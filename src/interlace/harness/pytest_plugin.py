@@ -45,6 +45,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+# Standard library only, like the plugin: the instrument messages every source shares.
+from interlace.harness import _instrument as _instrument_messages
+
 if TYPE_CHECKING:
     from interlace._core.explorer import ReplayHints
     from interlace._core.result import Exploration, Failure
@@ -74,13 +77,10 @@ MSG_NOT_WHOLE = "{setting}={value!r} from {source} is not a whole number >= {min
 MSG_NOT_NUMBER = "{setting}={value!r} from {source} is not a number >= {minimum}"
 MSG_NOT_TIMEOUT = "{setting}={value!r} from {source} is not a number of seconds > {minimum:g}"
 MSG_NOT_STRATEGY = "{setting}={value!r} from {source} is not a strategy: use one of {choices}"
-MSG_NOT_MODULES = (
-    "{setting}={value!r} from {source} is not a list of module names or paths: write e.g. {example}"
-)
 MSG_NOT_FLAG = "{setting}={value!r} from {source} is not a yes/no value: write {example}"
-MSG_NOT_INSTRUMENTABLE = (
-    "{setting}={value!r} from {source} names {name!r}, which cannot be instrumented: {reason}"
-)
+# Shared with ``interlace explore --instrument``, which refuses the same values the same way.
+MSG_NOT_MODULES = _instrument_messages.MSG_NOT_MODULES
+MSG_NOT_INSTRUMENTABLE = _instrument_messages.MSG_NOT_INSTRUMENTABLE
 MSG_MARKER_POSITIONAL = (
     "@pytest.mark.interlace takes keyword arguments only, got {args!r}: write e.g. "
     "@pytest.mark.interlace(max_schedules=200)"
@@ -173,7 +173,7 @@ _CONFIG_KNOBS = (
     "instrument",
     "unfold",
 )
-_TEXT_MODULES_EXAMPLE = "'mypackage,src/vendored/'"
+_TEXT_MODULES_EXAMPLE = _instrument_messages.TEXT_MODULES_EXAMPLE
 _FLAG_TRUE = ("1", "true", "yes", "on")
 _FLAG_FALSE = ("0", "false", "no", "off")
 _TEXT_FLAG_EXAMPLE = "1, true, yes or on; 0, false, no or off"
@@ -202,46 +202,27 @@ def _strategies() -> tuple[str, ...]:
 
 
 def _is_path(name: str) -> bool:
-    return "/" in name or os.sep in name or name.endswith(".py")
-
-
-def _is_module_or_path(name: str) -> bool:
-    """A dotted module name, a path (``src/vendored/``, ``lib.py``) or a ``<string>`` name."""
-    if _is_path(name) or (name.startswith("<") and name.endswith(">")):
-        return True
-    return all(part.isidentifier() for part in name.split("."))
+    return _instrument_messages.is_path(name)
 
 
 def _check_modules(setting: str, value: object, source: str, text: str | None) -> list[str]:
     names: object
     if text is not None:
-        names = [name.strip() for name in text.replace("\n", ",").split(",") if name.strip()]
+        names = _instrument_messages.split_instrument(text)
         example = _TEXT_MODULES_EXAMPLE
-        empty = not names  # an empty text is unset; a text of only commas is a mistake
+        if not names:  # an empty text is unset; a text of only commas is a mistake
+            raise _Invalid(
+                MSG_NOT_MODULES.format(setting=setting, value=value, source=source, example=example)
+            )
     else:
         # The marker may say instrument=[] to instrument nothing more for this test.
         names = value
         example = "instrument=" + _MARKER_KNOBS["instrument"][2]
-        empty = False
-    if (
-        empty
-        or not isinstance(names, (list, tuple))
-        or not all(isinstance(name, str) and _is_module_or_path(name) for name in names)
-    ):
-        raise _Invalid(
-            MSG_NOT_MODULES.format(setting=setting, value=value, source=source, example=example)
-        )
-    from interlace.harness._instrument import uninstrumentable
-
-    for name in names:
-        reason = uninstrumentable(name)
-        if reason is not None:
-            raise _Invalid(
-                MSG_NOT_INSTRUMENTABLE.format(
-                    setting=setting, value=value, source=source, name=name, reason=reason
-                )
-            )
-    return list(names)
+    problem = _instrument_messages.check_instrument(setting, value, source, names, example=example)
+    if problem is not None:
+        raise _Invalid(problem)
+    assert isinstance(names, (list, tuple))  # check_instrument refuses anything else
+    return [str(name) for name in names]
 
 
 def _check(knob: str, setting: str, value: object, source: str) -> object:

@@ -170,18 +170,6 @@ def active_rules(
     return picked
 
 
-def _syntax_error(filename: str, exc: cst.ParserSyntaxError) -> FileError:
-    first = str(exc).strip().splitlines()
-    summary = first[0] if first else "invalid syntax"
-    return FileError(
-        filename,
-        exc.raw_line,
-        exc.raw_column + 1,
-        f"cannot parse: {summary}",
-        "syntax",
-    )
-
-
 def _quick_syntax_check(data: bytes, filename: str) -> FileError | None:
     """Report a syntax error in a file that no rule needs to parse, at CPython's C-parser speed
     (~3x libcst's), so a broken file is never passed silently because the pre-filter skipped it.
@@ -258,6 +246,28 @@ def _suspiciously_deep(data: bytes) -> bool:
     if len(brackets) <= _MAX_DEPTH:
         return False
     return max(itertools.accumulate(map(_DEPTH.__getitem__, brackets))) > _MAX_DEPTH
+
+
+MSG_PARSER_LIMIT = (
+    "cannot lint: the file is valid Python (the interpreter compiles it) but libcst {version}, "
+    "the linter's parser, cannot parse it (it stops near {row}:{column}); the file is skipped, "
+    "the other files are linted"
+)
+
+
+def _libcst_limit(filename: str, exc: cst.ParserSyntaxError) -> FileError:
+    """A file CPython compiles and libcst refuses (``(name): int`` as a statement, in
+    CPython's own ``test_grammar.py``): a limit of the linter, not a mistake in the file."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        libcst_version = version("libcst")
+    except PackageNotFoundError:  # a vendored or unusually installed libcst
+        libcst_version = "(unknown version)"
+    message = MSG_PARSER_LIMIT.format(
+        version=libcst_version, row=exc.raw_line, column=exc.raw_column + 1
+    )
+    return FileError(filename, 1, 1, message, "limit")
 
 
 def _too_deep(filename: str) -> FileError:
@@ -547,7 +557,7 @@ def lint_source(
     except cst.ParserSyntaxError as exc:
         # libcst's native parser often points at the wrong token; CPython's message and
         # position are better when CPython agrees that the file is invalid.
-        error = _quick_syntax_check(data, filename) or _syntax_error(filename, exc)
+        error = _quick_syntax_check(data, filename) or _libcst_limit(filename, exc)
         return FileResult(filename, errors=(error,), lines=lines)
     except Exception as exc:  # e.g. RecursionError on absurdly nested code
         return FileResult(filename, errors=(_internal(filename, "the parser", exc),), lines=lines)

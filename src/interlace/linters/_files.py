@@ -79,6 +79,13 @@ def _git_dir(work_tree: Path) -> Path | None:
     return git_dir / common
 
 
+GLOB_UNCLOSED_CLASS = (
+    "it has a '[' that no ']' closes, so it matches no path (a '[' starts a character class; "
+    "write '\\[' for a literal one)"
+)
+GLOB_NO_PATTERN = "it matches no path"
+
+
 def glob_error(pattern: str) -> str | None:
     """Return why pathspec cannot compile the gitignore-style ``pattern``, or ``None``.
 
@@ -86,7 +93,7 @@ def glob_error(pattern: str) -> str | None:
     configuration they are the user's typo and reported.
     """
     try:
-        pathspec.GitIgnoreSpec.from_lines([pattern])
+        compiled = pathspec.GitIgnoreSpec.from_lines([pattern])
     except re.error as exc:
         return f"it has an invalid character class ({exc.msg})"
     except ValueError:
@@ -99,6 +106,10 @@ def glob_error(pattern: str) -> str | None:
         if stripped == "!":
             return "a lone '!' negates no pattern"
         return "it is not a valid gitignore-style pattern"
+    # pathspec reads some lines as no pattern at all (git's wildmatch matches nothing with
+    # them either) instead of raising: accepted as they are, they would exclude nothing.
+    if all(compiled.include is None for compiled in compiled.patterns):
+        return GLOB_UNCLOSED_CLASS if "[" in pattern else GLOB_NO_PATTERN
     return None
 
 
