@@ -50,7 +50,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, ClassVar, TypeVar
 
 try:
-    from hypothesis import HealthCheck, given
+    from hypothesis import HealthCheck, Phase, given
     from hypothesis import settings as hypothesis_settings
     from hypothesis import stateful as hypothesis_stateful
     from hypothesis import strategies as st
@@ -270,6 +270,11 @@ class Scenario:
         lines.extend(cell(call) for call in self.suffix)
         return "\n".join(lines)
 
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        # Hypothesis prints a falsifying example with its pretty printer, which would spell
+        # out every field of the dataclasses; the one-line form reads as the report does.
+        printer.text(repr(self))
+
     def __repr__(self) -> str:
         def seq(calls: Sequence[Call]) -> str:
             return "[" + "; ".join(str(c) for c in calls) + "]"
@@ -424,9 +429,34 @@ class _Drawer:
             assert self.runner is not None
             self.runner.run(_awaited(outcome))
 
-    def _calls(self, prefix: str, count: int, scope: dict[str, list[str]]) -> tuple[Call, ...]:
-        calls = []
-        for index in range(1, count + 1):
+    def _calls(
+        self, prefix: str, minimum: int, maximum: int, scope: dict[str, list[str]]
+    ) -> tuple[Call, ...]:
+        # Each call is one draw of its own (a span to the shrinker) that starts with a "one
+        # more?" choice, as in Hypothesis's own stateful runner, rather than a length drawn
+        # up front: the shrinker can then delete any call, choices and arguments together,
+        # and the calls after it keep their meaning. The choice is drawn, and ignored, for a
+        # call the minimum requires and once past the maximum too, so that after a deletion
+        # the next choice still lands on a "one more?" (deleting from a full branch would
+        # otherwise shift the next branch's choices by one).
+        calls: list[Call] = []
+        for index in range(1, maximum + 2):
+            call = self.draw(
+                self._one(f"{prefix}{index}", index <= minimum, index > maximum, scope)
+            )
+            if call is None:
+                break
+            calls.append(call)
+        return tuple(calls)
+
+    def _one(
+        self, label: str, required: bool, beyond: bool, scope: dict[str, list[str]]
+    ) -> st.SearchStrategy[Call | None]:
+        @st.composite
+        def one(draw: st.DrawFn) -> Call | None:
+            more = draw(st.booleans())
+            if beyond or not (more or required):
+                return None
             enabled = [
                 rule
                 for rule in self.definition.rules
@@ -434,22 +464,24 @@ class _Drawer:
                 and (self.instance is None or all(p(self.instance) for p in rule.preconditions))
             ]
             if not enabled:
-                break
-            rule = self.draw(st.sampled_from(enabled))
-            calls.append(self._call(rule, f"{prefix}{index}", scope))
-        return tuple(calls)
+                return None
+            return self._call(draw(st.sampled_from(enabled)), label, scope, draw)
 
-    def _call(self, rule: _Rule, label: str, scope: dict[str, list[str]]) -> Call:
+        return one()
+
+    def _call(
+        self, rule: _Rule, label: str, scope: dict[str, list[str]], draw: Callable[..., Any]
+    ) -> Call:
         arguments = []
         for parameter, strategy in rule.arguments.items():
             if isinstance(strategy, Bundle):
                 names = scope[strategy.name]
-                name = self.draw(st.sampled_from(names))
+                name = draw(st.sampled_from(names))
                 if strategy.consume:
                     names.remove(name)
                 arguments.append((parameter, _Var(name)))
             else:
-                arguments.append((parameter, self.draw(strategy)))
+                arguments.append((parameter, draw(strategy)))
         var = None
         if rule.targets:
             var = f"v{next(self.names)}"
@@ -468,22 +500,19 @@ class _Drawer:
         try:
             scope: dict[str, list[str]] = {}
             prefix = [
-                self._call(rule, f"I{i}", scope)
+                self._call(rule, f"I{i}", scope, self.draw)
                 for i, rule in enumerate(self.definition.initializers, 1)
             ]
-            count = self.draw(st.integers(0, machine.max_prefix_calls))
-            prefix += self._calls("P", count, scope)
+            prefix += self._calls("P", 0, machine.max_prefix_calls, scope)
             branches = []
             after = {name: list(names) for name, names in scope.items()}
             for branch in range(machine.branches):
                 own = {name: list(names) for name, names in scope.items()}
-                count = self.draw(st.integers(1, machine.max_branch_calls))
-                branches.append(self._calls(chr(65 + branch), count, own))
+                branches.append(self._calls(chr(65 + branch), 1, machine.max_branch_calls, own))
                 for name, names in own.items():
                     after.setdefault(name, [])
                     after[name].extend(n for n in names if n not in after[name])
-            count = self.draw(st.integers(0, machine.max_suffix_calls))
-            suffix = self._calls("S", count, after)
+            suffix = self._calls("S", 0, machine.max_suffix_calls, after)
         finally:
             if self.runner is not None:
                 self.runner.close()
@@ -904,8 +933,9 @@ class ConcurrentStateMachine:
     def check_scenario(cls, scenario: Scenario) -> None:
         """Explore ``scenario``'s interleavings; raise on the first that fails.
 
-        The exploration's seed comes from the scenario, so a scenario always explores the
-        same schedules: Hypothesis's replay of a stored example finds the same failure.
+        The exploration's seed comes from the machine's name, so a scenario always explores
+        the same schedules (Hypothesis's replay of a stored example finds the same failure),
+        and the smaller scenarios Hypothesis tries while it shrinks get the same walk.
 
         Args:
             scenario: a scenario of this machine (drawn from :meth:`scenarios`).
@@ -918,7 +948,7 @@ class ConcurrentStateMachine:
         """
         definition = _definition(cls)
         target = _target(cls, definition, scenario, cls._checker(definition, scenario))
-        seed = zlib.crc32(repr(scenario).encode())
+        seed = zlib.crc32(cls.__qualname__.encode())
         exploration = interlace.explore(target, max_schedules=cls.max_schedules, seed=seed)
         if exploration.failure is not None:
             head = (
@@ -963,7 +993,8 @@ class ConcurrentStateMachine:
         if isinstance(exception, NotLinearizableError):
             results = getattr(exception, "_interlace_results", {})
             columns = scenario.columns(_explained_results(scenario, results))
-            error = NotLinearizableError(f"{head}\n\n{columns}\n\n{exception.args[0]}\n\n{report}")
+            why = getattr(exception, "_interlace_why", _MSG_NO_LINEARIZATION)
+            error = NotLinearizableError(f"{head}\n\n{columns}\n\n{why}\n\n{report}")
             error.scenario = scenario
             error.token = failure.token
             raise error
@@ -1050,10 +1081,13 @@ class ConcurrentStateMachine:
         machine = cls
 
         class MachineTestCase(unittest.TestCase):
+            # No explain phase: the lines it would name as run only by failing examples are
+            # interlace's own (the explorer's failure path), never the machine's.
             settings = hypothesis_settings(
                 max_examples=_DEFAULT_MAX_EXAMPLES,
                 deadline=None,
                 suppress_health_check=list(HealthCheck),
+                phases=tuple(phase for phase in Phase if phase is not Phase.explain),
             )
 
             def runTest(self) -> None:
@@ -1099,8 +1133,11 @@ def _target(
     def verdict(run: _Run) -> None:
         why = checker.check(run.results, run.spans)
         if why is not None:
-            error = NotLinearizableError(why)
+            # One line for the schedule's report (it shows the message at its last step and
+            # again below it); the whole explanation goes to the report check_scenario builds.
+            error = NotLinearizableError(_MSG_NO_LINEARIZATION)
             error._interlace_results = dict(run.results)  # type: ignore[attr-defined]
+            error._interlace_why = why  # type: ignore[attr-defined]
             raise error
 
     if definition.asynchronous:
