@@ -424,10 +424,17 @@ class _Drawer:
     def _execute(self, rule: _Rule, call: Call) -> None:
         if self.instance is None:
             return
-        outcome = _invoke(self.instance, rule, call, self.env, model=False)
-        if inspect.isawaitable(outcome):
-            assert self.runner is not None
-            self.runner.run(_awaited(outcome))
+        # A rule that raises is a result like any other, here as in the runs: the draw goes
+        # on (a value it would have added to a bundle is missing, and its users are skipped).
+        try:
+            value = _invoke(self.instance, rule, call, self.env, model=False)
+            if inspect.isawaitable(value):
+                assert self.runner is not None
+                value = self.runner.run(_awaited(value))
+        except Exception:
+            return
+        if call.var is not None and value is not _SKIPPED:
+            self.env[call.var] = value
 
     def _calls(
         self, prefix: str, minimum: int, maximum: int, scope: dict[str, list[str]]

@@ -194,3 +194,31 @@ class StockMachine(ConcurrentStateMachine):
         with self.lock:
             self.stock -= 1
             return self.stock
+
+
+class StackMachine(ConcurrentStateMachine):
+    """Preconditions that read the draw's own machine, bundles whose values it used, and a
+    rule that raises while the scenario is drawn (``pop`` of an empty stack)."""
+
+    items = Bundle("items")
+
+    def __init__(self) -> None:
+        self.stack: list[int] = []
+        self.lock = threading.Lock()
+
+    @rule(target=items, value=st.integers(0, 3))
+    def push(self, value: int) -> int:
+        with self.lock:
+            self.stack.append(value)
+            return value
+
+    @rule()
+    def pop(self) -> int:
+        with self.lock:
+            return self.stack.pop()
+
+    @precondition(lambda self: len(self.stack) > 0)
+    @rule(item=items)
+    def contains(self, item: int) -> bool:
+        with self.lock:
+            return item in self.stack

@@ -340,3 +340,7 @@ def test_pytest_collects_the_test_case(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*NotLinearizableError: UnlockedCounterMachine*"])
+
+
+def test_a_rule_that_raises_while_a_scenario_is_drawn_leaves_the_draw_going() -> None:
+    run(machines.StackMachine)
