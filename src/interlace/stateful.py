@@ -866,6 +866,9 @@ class ConcurrentStateMachine:
         max_prefix_calls: the most calls before the branches (default 2).
         max_suffix_calls: the most calls after the branches (default 1).
         max_schedules: interleavings explored per scenario (default 50).
+        instrument: modules (``"mylib"``) or paths whose code also gets schedule points in
+            the branches' threads, as ``interlace.explore``'s ``instrument``: installed code
+            outside the machine's own package gets none by default (default ``()``).
         model: None to check the runs against the machine itself, replayed one call at a
             time; or a class (any zero-argument factory) of sequential objects with a
             method per rule, taking the rule's parameters positionally in its order (a
@@ -878,9 +881,12 @@ class ConcurrentStateMachine:
     max_prefix_calls: ClassVar[int] = _DEFAULT_MAX_PREFIX_CALLS
     max_suffix_calls: ClassVar[int] = _DEFAULT_MAX_SUFFIX_CALLS
     max_schedules: ClassVar[int] = _DEFAULT_MAX_SCHEDULES
+    instrument: ClassVar[tuple[str, ...]] = ()
     model: ClassVar[Callable[[], Any] | None] = None
 
     def __init_subclass__(cls, **options: Any) -> None:
+        if "instrument" in options:
+            cls.instrument = options.pop("instrument")
         model = options.pop("model", _MISSING)
         if model is not _MISSING:
             if model is not None and not callable(model):
@@ -893,7 +899,8 @@ class ConcurrentStateMachine:
             if name not in _SETTINGS:
                 raise ConfigError(
                     f"{name}={value!r} (class keyword of {cls.__qualname__}) is not a setting "
-                    f"of ConcurrentStateMachine: use one of {', '.join(['model', *_SETTINGS])}"
+                    f"of ConcurrentStateMachine: use one of "
+                    f"{', '.join(['instrument', 'model', *_SETTINGS])}"
                 )
             setattr(cls, name, value)
         super().__init_subclass__()
@@ -956,7 +963,9 @@ class ConcurrentStateMachine:
         definition = _definition(cls)
         target = _target(cls, definition, scenario, cls._checker(definition, scenario))
         seed = zlib.crc32(cls.__qualname__.encode())
-        exploration = interlace.explore(target, max_schedules=cls.max_schedules, seed=seed)
+        exploration = interlace.explore(
+            target, max_schedules=cls.max_schedules, seed=seed, instrument=cls.instrument
+        )
         if exploration.failure is not None:
             head = (
                 f"{cls.__qualname__}: a scenario of {len(list(scenario.calls()))} calls in "
@@ -979,7 +988,7 @@ class ConcurrentStateMachine:
         """
         definition = _definition(cls)
         target = _target(cls, definition, scenario, cls._checker(definition, scenario))
-        failure = interlace.replay(target, token)
+        failure = interlace.replay(target, token, instrument=cls.instrument)
         if failure is not None:
             cls._raise(scenario, failure, f"{cls.__qualname__}: the replayed schedule failed")
 
@@ -1060,7 +1069,7 @@ class ConcurrentStateMachine:
                     replays.append(_Replay(order, run.results, run.broken))
 
             target = compute_sync
-        exploration = interlace.explore(target, max_schedules=1, seed=0)
+        exploration = interlace.explore(target, max_schedules=1, seed=0, instrument=cls.instrument)
         if exploration.failure is not None:
             exception = exploration.failure.exception
             if exception is not None:

@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, invariant, precondition
 
-from interlace.stateful import ConcurrentStateMachine, rule
+from interlace.stateful import ConcurrentStateMachine, initialize, rule
 
 
 class AsyncCounter:
@@ -222,3 +222,57 @@ class StackMachine(ConcurrentStateMachine):
     def contains(self, item: int) -> bool:
         with self.lock:
             return item in self.stack
+
+
+class TwoLocksMachine(ConcurrentStateMachine):
+    """Two rules that take two locks in opposite orders: concurrently they can deadlock."""
+
+    def __init__(self) -> None:
+        self.first = threading.Lock()
+        self.second = threading.Lock()
+
+    @rule()
+    def forward(self) -> None:
+        with self.first, self.second:
+            pass
+
+    @rule()
+    def backward(self) -> None:
+        with self.second, self.first:
+            pass
+
+
+class Account:
+    def __init__(self) -> None:
+        self.balance = 0
+        self.lock = threading.Lock()
+
+    def deposit(self, amount: int) -> int:
+        with self.lock:
+            self.balance += amount
+            return self.balance
+
+
+class BalanceModel:
+    """A model without the machine's initializer: it starts where the initializer leaves
+    the machine's account."""
+
+    def __init__(self) -> None:
+        self.balance = 10
+
+    def deposit(self, amount: int) -> int:
+        self.balance += amount
+        return self.balance
+
+
+class AccountMachine(ConcurrentStateMachine, model=BalanceModel):
+    def __init__(self) -> None:
+        self.account = Account()
+
+    @initialize()
+    def open_with_ten(self) -> int:
+        return self.account.deposit(10)
+
+    @rule(amount=st.integers(1, 3))
+    def deposit(self, amount: int) -> int:
+        return self.account.deposit(amount)

@@ -344,3 +344,30 @@ def test_pytest_collects_the_test_case(pytester: pytest.Pytester) -> None:
 
 def test_a_rule_that_raises_while_a_scenario_is_drawn_leaves_the_draw_going() -> None:
     run(machines.StackMachine)
+
+
+def test_a_deadlock_between_branches_fails_with_the_schedule_report() -> None:
+    with pytest.raises(AssertionError) as caught:
+        run(machines.TwoLocksMachine)
+    message = str(caught.value)
+    assert not isinstance(caught.value, NotLinearizableError)
+    assert stateful._MSG_SCHEDULE_FAILURE.format(kind="deadlock") in message
+    assert "A1 backward() | B1 forward()" in message or "A1 forward() | B1 backward()" in message
+
+
+def test_an_initializer_runs_first_and_a_model_may_lack_it() -> None:
+    @given(machines.AccountMachine.scenarios())
+    @settings(max_examples=10, database=None)
+    def check(scenario: Scenario) -> None:
+        assert [call.rule for call in scenario.prefix][:1] == ["open_with_ten"]
+
+    check()
+    run(machines.AccountMachine)
+
+
+def test_instrument_reaches_the_exploration() -> None:
+    class Instrumented(machines.LockedCacheMachine, instrument=("interlace.harness",)):
+        pass
+
+    with pytest.raises(ConfigError, match=r"instrument=.*'interlace\.harness'"):
+        run(Instrumented)
