@@ -10,6 +10,8 @@ The public API::
         replay(my_async_test, exploration.failure.token)  # the same failure, exactly
 
 Importing this package is cheap and patches nothing: the harness is imported on first use.
+``interlace.stateful`` (Hypothesis-drawn concurrent scenarios checked for linearizability)
+is a module of its own, imported explicitly; it needs Hypothesis.
 """
 
 from __future__ import annotations

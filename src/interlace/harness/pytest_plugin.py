@@ -144,6 +144,18 @@ MSG_REPLAY_UNUSED = (
     "--interlace-replay was given but no selected test is marked @pytest.mark.interlace; "
     "select the test from the report's replay line"
 )
+MSG_GIVEN_FOUND = (
+    "interlace found {article} {kind} in an example of {nodeid} after {schedules} (seed {seed}):"
+)
+MSG_GIVEN_EXPLORED = (
+    "{nodeid}: {examples} explored, {schedules} in all (seed {seed}, each example's "
+    "exploration the same walk); {outcome}"
+)
+MSG_GIVEN_REPLAY = (
+    "{nodeid}: the schedule in --interlace-replay ran on {examples}; {diverged} of them "
+    "diverged from it (the token is another example's) and ran no further. Hypothesis tries "
+    "the failing example first when its database has it."
+)
 SECTION = "interlace"
 
 # knob -> (kind, minimum, example); kinds: "whole", "number" (>= minimum), "timeout"
@@ -767,6 +779,9 @@ class _Runner:
         )
 
     def _run(self, item: pytest.Function, guard: _OutcomeGuard) -> None:
+        if getattr(item.obj, "is_hypothesis_test", False):
+            self._run_given(item, guard)
+            return
         nodeid = item.nodeid
         coroutine_function = _coroutine_function(item.obj)
         function: Callable[..., Any] = item.obj
@@ -900,6 +915,141 @@ class _Runner:
                 fixtures=tuple(arguments),
             )
             self._fail(failure, header, notes)
+
+    def _run_given(self, item: pytest.Function, guard: _OutcomeGuard) -> None:
+        """A ``@given`` test: Hypothesis runs as usual, outside the explorer, and each example
+        it tries is explored on its own (or replays ``--interlace-replay``).
+
+        Hypothesis calls ``hypothesis.inner_test`` once per example, the hook it documents
+        for running a test its own way; this replaces it for the run. A failing schedule is
+        raised from the example (the user's exception with the schedule as a note, or the
+        report of a deadlock or hang as an AssertionError), so Hypothesis shrinks the example
+        (each smaller one explored again), stores it in its database and reports it. Every
+        example explores with the same seed, so a rerun finds the same schedule. Whatever
+        Hypothesis itself raises (invalid arguments, health checks, flakiness) comes out of
+        the test as Hypothesis's own error.
+        """
+        __tracebackhide__ = True
+        import zlib
+
+        from interlace.errors import InterlaceError, ReplayDivergedError
+        from interlace.harness.api import explain, explore, replay
+
+        nodeid = item.nodeid
+        given_test = item.obj
+        hypothesis = given_test.hypothesis
+        inner = hypothesis.inner_test
+        coroutine_function = _coroutine_function(inner)
+        function: Callable[..., Any] = coroutine_function or inner
+        arguments = _fixture_arguments(given_test, item.funcargs)
+        guard.test_code = getattr(function, "__code__", None)
+        chosen: dict[str, object] = item.stash.get(_settings_key, self.settings)
+        settings = dict(chosen)
+        if settings.get("seed") is None:
+            # A fixed seed: Hypothesis runs a failing example again (to shrink it, and once
+            # more to report it) and must see the same outcome each time.
+            settings["seed"] = zlib.crc32(nodeid.encode())
+        instrument: tuple[str, ...] = settings.get("instrument", ())  # type: ignore[assignment]
+        # As for a test with fixtures: the example's arguments are no function a user could
+        # name to interlace.replay, so the report's replay line is the pytest one alone.
+        hints = self._hints(item, function, {"example": None}, instrument)
+        counts = {"examples": 0, "schedules": 0, "diverged": 0}
+
+        def example(*args: Any, **kwargs: Any) -> None:
+            __tracebackhide__ = True
+            counts["examples"] += 1
+            scenario: Callable[[], Any]
+            if coroutine_function is not None:
+
+                async def scenario() -> None:
+                    guard.check()
+                    try:
+                        await function(*args, **kwargs)
+                    except BaseException as exc:
+                        guard.observe(exc)
+                        raise
+
+            else:
+
+                def scenario() -> object:
+                    guard.check()
+                    try:
+                        return function(*args, **kwargs)
+                    except BaseException as exc:
+                        guard.observe(exc)
+                        raise
+
+            scenario.__qualname__ = function.__qualname__
+            scenario.__name__ = function.__name__
+            scenario.__module__ = function.__module__
+            problem = ""
+            try:
+                if self.token is not None:
+                    try:
+                        failure = replay(scenario, self.token, hints=hints, instrument=instrument)
+                    except ReplayDivergedError:
+                        counts["diverged"] += 1
+                        return
+                    schedules = 1
+                else:
+                    exploration = explore(scenario, hints=hints, **settings)  # type: ignore[arg-type]
+                    failure, schedules = exploration.failure, exploration.schedules
+            except InterlaceError as exc:
+                problem = MSG_HARNESS_ERROR.format(nodeid=nodeid, error=exc)
+            if problem:
+                pytest.fail(problem, pytrace=False)
+            guard.reraise()
+            counts["schedules"] += schedules
+            if failure is None:
+                return
+            header = MSG_GIVEN_FOUND.format(
+                article=_article(failure.kind),
+                kind=failure.kind,
+                nodeid=nodeid,
+                schedules=_plural(schedules, "schedule"),
+                seed=settings["seed"],
+            )
+            notes = explain(
+                failure,
+                schedules=schedules,
+                strategy=str(settings.get("strategy", "auto")),
+                fixtures=tuple(arguments),
+            )
+            if failure.kind == "exception" and failure.exception is not None:
+                for note in notes:
+                    failure.exception.add_note(note)
+                raise failure.exception
+            # Not pytest.fail: Hypothesis shrinks and reports ordinary exceptions only.
+            raise AssertionError("\n".join([header, failure.report, *notes]))
+
+        # Hypothesis names the falsifying example after the function it calls.
+        example.__name__ = function.__name__
+        example.__qualname__ = function.__qualname__
+        hypothesis.inner_test = example
+        failed = False
+        try:
+            given_test(**arguments)
+        except BaseException:
+            failed = True
+            raise
+        finally:
+            hypothesis.inner_test = inner
+            if self.token is not None:
+                self.replayed += 1
+                line = MSG_GIVEN_REPLAY.format(
+                    nodeid=nodeid,
+                    examples=_plural(counts["examples"], "example"),
+                    diverged=counts["diverged"],
+                )
+            else:
+                line = MSG_GIVEN_EXPLORED.format(
+                    nodeid=nodeid,
+                    examples=_plural(counts["examples"], "example"),
+                    schedules=_plural(counts["schedules"], "schedule"),
+                    seed=settings["seed"],
+                    outcome="failed" if failed else "passed",
+                )
+            self._record(item, False, line)
 
     def _record(
         self, item: pytest.Item, always: bool, line: str, failure: Failure | None = None
