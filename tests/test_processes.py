@@ -10,6 +10,7 @@ import sys
 import textwrap
 import time
 from concurrent.futures import Future
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,23 @@ def test_a_signal_whose_exception_was_lost_still_ends_the_wait(
         _processes.result(Future())
     if isinstance(caught.value, SystemExit):
         assert caught.value.code == 128 + signal.SIGTERM
+
+
+@pytest.mark.parametrize(
+    ("received", "raised"), [([signal.SIGINT], KeyboardInterrupt), ([], BrokenProcessPool)]
+)
+def test_a_pool_broken_by_the_interrupt_is_the_interrupt(
+    monkeypatch: pytest.MonkeyPatch, received: list[int], raised: type[BaseException]
+) -> None:
+    # A Ctrl-C to the process group that reaches a worker before its initializer ignores it
+    # kills the worker and breaks the pool; the command then stopped with "internal error:
+    # BrokenProcessPool" instead of as interrupted (exit 2, not 130). Without a signal the
+    # broken pool is what it is.
+    monkeypatch.setattr(_processes, "_received", received)
+    broken: Future[int] = Future()
+    broken.set_exception(BrokenProcessPool("a worker died"))
+    with pytest.raises(raised):
+        _processes.result(broken)
 
 
 def test_a_result_that_comes_is_returned(monkeypatch: pytest.MonkeyPatch) -> None:

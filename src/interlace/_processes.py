@@ -11,8 +11,10 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -78,10 +80,26 @@ def result(future: Future[_T]) -> _T:
         try:
             return future.result(timeout=_POLL_SECONDS)
         except TimeoutError:
-            if signal.SIGTERM in _received:
-                raise SystemExit(128 + signal.SIGTERM) from None
-            if signal.SIGINT in _received:
-                raise KeyboardInterrupt from None
+            _raise_received()
+        except BrokenProcessPool:
+            # A Ctrl-C to the process group that lands in a worker before its initializer
+            # ignores SIGINT kills it, and the pool breaks: that is the interrupt, not a
+            # failure of the work (the parent's own handler may run a moment later).
+            for _ in range(_BROKEN_WAITS):
+                _raise_received()
+                time.sleep(_POLL_SECONDS / 4)
+            raise
+
+
+_BROKEN_WAITS = 4
+"""How many times a broken pool waits for the signal that may have broken it."""
+
+
+def _raise_received() -> None:
+    if signal.SIGTERM in _received:
+        raise SystemExit(128 + signal.SIGTERM) from None
+    if signal.SIGINT in _received:
+        raise KeyboardInterrupt from None
 
 
 def _die_of_sigterm(previous: Any) -> None:
