@@ -212,44 +212,43 @@ class ReplayChooser(Chooser):
             return 0
         return decision.choice
 
-    def choose_timer(self, step: int, count: int) -> int:
-        decision = self._take(step, TIMER)
+    def _counted(self, step: int, kind: int, count: int, offered: str) -> int:
+        """The recorded choice of ``kind`` at ``step`` among ``count`` options, or 0; a choice
+        past them is a divergence, told as ``offered.format(step=, count=, choice=)``."""
+        decision = self._take(step, kind)
         if decision is None:
             return 0
         if decision.choice >= count:
             if self.strict and self.divergence is None:
-                self.divergence = (
-                    f"step {step} has {count} timer(s) due in the jitter window but the "
-                    f"schedule fires timer {decision.choice}"
-                )
+                self.divergence = offered.format(step=step, count=count, choice=decision.choice)
             return 0
         return decision.choice
+
+    def choose_timer(self, step: int, count: int) -> int:
+        return self._counted(
+            step,
+            TIMER,
+            count,
+            "step {step} has {count} timer(s) due in the jitter window but the schedule "
+            "fires timer {choice}",
+        )
 
     def choose_stall(self, step: int, count: int) -> int:
-        decision = self._take(step, STALL)
-        if decision is None:
-            return 0
-        if decision.choice >= count:
-            if self.strict and self.divergence is None:
-                self.divergence = (
-                    f"step {step} offers the loop {count - 1} stall(s) within the stall "
-                    f"budget but the schedule stalls it to timer {decision.choice}"
-                )
-            return 0
-        return decision.choice
+        return self._counted(
+            step,
+            STALL,
+            count,
+            "step {step} offers the loop {count} wake-up(s) (on time or stalled to a later "
+            "timer) but the schedule stalls it to timer {choice}",
+        )
 
     def choose_address(self, count: int) -> int:
-        decision = self._take(0, ADDRESS)
-        if decision is None:
-            return 0
-        if decision.choice >= count:
-            if self.strict and self.divergence is None:
-                self.divergence = (
-                    f"the run offers {count} address orders but the schedule takes order "
-                    f"{decision.choice}"
-                )
-            return 0
-        return decision.choice
+        return self._counted(
+            0,
+            ADDRESS,
+            count,
+            "the run offers {count} address orders but the schedule takes order {choice}",
+        )
 
 
 class AnchoredChooser(Chooser):
