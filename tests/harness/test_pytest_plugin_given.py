@@ -6,6 +6,7 @@ pytester in a subprocess, output matched against the plugin's message constants.
 
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
@@ -127,13 +128,52 @@ def test_a_hypothesis_error_is_reported_as_hypothesis_s_not_as_a_schedule(
     outcome: pytest.RunResult,
 ) -> None:
     text = outcome.stdout.str()
-    section = text[text.index("_ test_unsatisfiable _") :]
+    # Up to the summary, which repeats every failure's message in full under CI=1.
+    section = text[text.index("_ test_unsatisfiable _") : text.index("short test summary info")]
     assert "hypothesis.errors.Unsatisfiable" in section
     assert "interlace: failing schedule" not in section
     assert "interlace found" not in section
     outcome.stdout.fnmatch_lines(
         ["*test_given.py::test_unsatisfiable: 0 examples explored, 0 schedules in all*"]
     )
+
+
+EXPLAINED = """
+import asyncio
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+
+@pytest.mark.interlace(max_schedules=20)
+@settings(deadline=None, max_examples=40, database=None)
+@given(st.integers(0, 10))
+async def test_async_race(n):
+    count = [0]
+
+    async def increment():
+        seen = count[0]
+        if n >= 3:
+            await asyncio.sleep(0)  # the line only failing examples run
+        count[0] = seen + 1
+
+    await asyncio.gather(increment(), increment())
+    assert count[0] == 2
+"""
+
+
+def test_hypothesis_s_explanation_names_the_test_s_lines_and_none_of_interlace_s(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini(INI)
+    pytester.makepyfile(test_explained=EXPLAINED)
+    result = pytester.runpytest_subprocess(*_QUIET, timeout=300)
+    result.assert_outcomes(failed=1)
+    text = result.stdout.str()
+    explanation = text[text.index("Explanation:") : text.index("short test summary info")]
+    lines = [line for line in explanation.splitlines() if ".py:" in line]
+    assert any("test_explained.py:" in line for line in lines), explanation
+    assert not [line for line in lines if f"{os.sep}interlace{os.sep}" in line], explanation
 
 
 def test_the_printed_replay_line_replays_the_failing_example(pytester: pytest.Pytester) -> None:

@@ -938,7 +938,9 @@ class Tracer:
         self.current: StepAccess | None = None
         self._thread = threading.get_ident()
         self._tool: int | None = None
-        self._codes: dict[types.CodeType, _Code | None] = {}
+        # By id with the code (kept alive): equal code objects of two files each need their
+        # own local events, and one file may be excluded where the other is not.
+        self._codes: dict[int, tuple[types.CodeType, _Code | None]] = {}
         self._busy = False
 
     def start(self) -> bool:
@@ -967,7 +969,7 @@ class Tracer:
             return
         mon = _MONITORING
         mon.set_events(tool, 0)
-        for code, summary in self._codes.items():
+        for code, summary in self._codes.values():
             if summary is not None:
                 mon.set_local_events(tool, code, 0)
         events = mon.events
@@ -978,16 +980,16 @@ class Tracer:
         self._codes.clear()
 
     def _summary(self, code: types.CodeType) -> _Code | None:
-        found = self._codes.get(code, _MISSING)
-        if found is not _MISSING:
-            return found  # type: ignore[return-value]
+        found = self._codes.get(id(code))
+        if found is not None:
+            return found[1]
         summary: _Code | None = None
         if not _excluded(code.co_filename):
             summary = summarize(code)
             assert self._tool is not None
             events = _MONITORING.events
             _MONITORING.set_local_events(self._tool, code, events.LINE | events.CALL)
-        self._codes[code] = summary
+        self._codes[id(code)] = (code, summary)
         return summary
 
     def _active(self) -> StepAccess | None:

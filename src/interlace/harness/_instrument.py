@@ -42,6 +42,7 @@ __all__ = (
     "Unknown",
     "check_instrument",
     "evaluate",
+    "is_engine_file",
     "is_under_test",
     "package_of_target",
     "plan_for",
@@ -335,9 +336,12 @@ def _plan(
 
 _NO_PLAN = _plan(frozenset(), {}, {}, {})
 _under_test: dict[str, bool] = {}
-_plans: dict[types.CodeType, Plan | None] = {}
-"""Every code object's plan, once asked for. Cleared, never rebound: the schedule-point hooks
-hold this dict itself, to look a plan up without a call."""
+_plans: dict[int, tuple[types.CodeType, Plan | None]] = {}
+"""Every code object's plan, once asked for, by ``id(code)`` with the code itself (which keeps
+the id from being reused). By identity, not by value: code objects compare by their bytecode,
+not their file, so the same function in two files (a module loaded twice, a vendored copy in
+site-packages) would otherwise share one answer to "is this code under test". Cleared, never
+rebound."""
 _widen: tuple[str, ...] = ()
 _outside: dict[str, str] = {}
 """Each file's ``uninstrumented_module`` answer, once asked for."""
@@ -460,6 +464,14 @@ def _widened(path: str) -> bool:
     return False
 
 
+@functools.cache
+def is_engine_file(filename: str) -> bool:
+    """True for the files of interlace's engine (``harness``, ``_core``, the linters and the
+    top-level modules): never code under test, nor the program's."""
+    path = os.path.normcase(os.path.realpath(filename))
+    return path.startswith(_ENGINE) or path in _ENGINE_FILES
+
+
 def is_under_test(filename: str) -> bool:
     """True for files whose code gets schedule points (see the module docstring)."""
     known = _under_test.get(filename)
@@ -487,17 +499,16 @@ def is_under_test(filename: str) -> bool:
 
 def plan_for(code: types.CodeType) -> Plan | None:
     """The code object's plan, or None when it is not code under test."""
-    try:
-        return _plans[code]
-    except KeyError:
-        pass
+    entry = _plans.get(id(code))
+    if entry is not None:
+        return entry[1]
     plan: Plan | None = None
     if is_under_test(code.co_filename):
         try:
             plan = _make_plan(code)
         except Exception:  # never let our bytecode reading break the user's code
             plan = _NO_PLAN
-    _plans[code] = plan
+    _plans[id(code)] = (code, plan)
     return plan
 
 

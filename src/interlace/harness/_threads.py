@@ -2416,7 +2416,9 @@ _MON: Any = getattr(sys, "monitoring", None)  # 3.12+
 _MONITORING = _MON is not None
 _DISABLE: Any = _MON.DISABLE if _MONITORING else None
 _tool: int | None = None
-_instrumented: set[types.CodeType] = set()
+_instrumented: dict[int, types.CodeType] = {}
+"""The code objects given local events, by ``id``: equal code objects (the same source in two
+files compares equal) each need their own ``set_local_events``."""
 _one_liners: set[types.CodeType] = set()
 
 
@@ -2438,7 +2440,7 @@ def _instrument_code(code: types.CodeType) -> None:
     global _careful_lines
     mon = _MON
     plan = plan_for(code)
-    if plan is not None and _tool is not None and code not in _instrumented:
+    if plan is not None and _tool is not None and id(code) not in _instrumented:
         events = mon.events.LINE
         if _body_on_def_line(code):
             # A body on its def line (a lambda) gets a LINE event there on some calls only
@@ -2456,7 +2458,7 @@ def _instrument_code(code: types.CodeType) -> None:
             events |= mon.events.INSTRUCTION
             _plan_of[id(code)] = plan
         mon.set_local_events(_tool, code, events)
-        _instrumented.add(code)
+        _instrumented[id(code)] = code
 
 
 _plan_of: dict[int, _instrument.Plan] = {}
@@ -3057,7 +3059,7 @@ def controlled_exploration(
         if _MONITORING and _tool is not None:
             mon = _MON
             mon.set_events(_tool, 0)
-            for code in _instrumented:
+            for code in _instrumented.values():
                 mon.set_local_events(_tool, code, 0)
             _instrumented.clear()
             _plan_of.clear()

@@ -34,10 +34,11 @@ backend other than asyncio are skipped.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 import shlex
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import CodeType, TracebackType
@@ -648,6 +649,37 @@ def _blocked_at(
     return entries[start]
 
 
+@contextlib.contextmanager
+def _engine_hidden_from_explain() -> Iterator[None]:
+    """Keep interlace's own files out of Hypothesis's explain phase for a ``@given`` test.
+
+    That phase names the lines run by every failing example and by no passing one. With each
+    example explored by interlace, the explorer's failure path is such a line in every failure,
+    so the explanation listed interlace's files before (or instead of) the test's own lines.
+    Hypothesis has no public hook for which files its tracer follows; this wraps its
+    ``should_trace_file`` for the run, and if a Hypothesis version lacks it, the explanation
+    is simply Hypothesis's unchanged.
+    """
+    try:
+        from hypothesis.internal import scrutineer
+    except ImportError:  # pragma: no cover - a Hypothesis without the explain phase
+        yield
+        return
+    original = getattr(scrutineer, "should_trace_file", None)
+    if not callable(original):
+        yield
+        return
+
+    def should_trace_file(filename: str) -> bool:
+        return bool(original(filename)) and not _instrument_messages.is_engine_file(filename)
+
+    scrutineer.should_trace_file = should_trace_file  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        scrutineer.should_trace_file = original
+
+
 def _coroutine_function(obj: object) -> Callable[..., Coroutine[Any, Any, Any]] | None:
     """The test's ``async def`` function, looking through sync wrappers (pytest-asyncio's)."""
     seen = 0
@@ -1028,7 +1060,8 @@ class _Runner:
         hypothesis.inner_test = example
         failed = False
         try:
-            given_test(**arguments)
+            with _engine_hidden_from_explain():
+                given_test(**arguments)
         except BaseException:
             failed = True
             raise
