@@ -59,9 +59,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
     lint_cli.add_parser(sub)
 
-    from interlace.linters import _server as lint_server
-
-    lint_server.add_parser(sub)
+    lint_cli.add_server_parser(sub)
 
     from interlace.fixtures import cli as catalog_cli
 

@@ -13,14 +13,9 @@ import pytest
 from lint_project import put
 
 from interlace.linters import Finding
+from interlace.linters._add_noqa import _KEEP_UNUSED, add_noqa
 from interlace.linters._engine import LINE_BREAK
-from interlace.linters._noqa import (
-    _KEEP_UNUSED,
-    Suppressions,
-    UnsuppressedLine,
-    add_noqa,
-    parse_noqa,
-)
+from interlace.linters._noqa import Suppressions, UnsuppressedLine, parse_noqa
 from interlace.linters.cli import lint_main
 
 MODULE_LOCKS = (

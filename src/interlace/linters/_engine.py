@@ -22,7 +22,6 @@ from __future__ import annotations
 import ast
 import io
 import itertools
-import re
 import tokenize
 import warnings
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -32,7 +31,7 @@ import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from interlace.linters._noqa import UNUSED_NOQA, NoqaEdit, Suppressions, unused_noqa_edit
-from interlace.linters._positions import node_positions
+from interlace.linters._positions import LINE_BREAK, node_positions
 from interlace.linters._rule import LintContext, Report, Rule
 from interlace.linters._sharing import keep_declared, triggers
 from interlace.linters._walk import walk_batched
@@ -58,11 +57,6 @@ last lines around a fold."""
 
 Span = tuple[int, int, int, int]
 """``(row, column, end_row, end_column)``, 1-based."""
-
-LINE_BREAK = re.compile(r"\r\n|\r|\n")
-"""What ends a physical line for Python's tokenizer and libcst, hence for a finding's row.
-``str.splitlines`` also splits at form feeds, U+2028 and other characters that Python treats as
-ordinary text, which would shift every later row."""
 
 
 @dataclass(frozen=True, slots=True)

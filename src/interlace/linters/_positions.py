@@ -15,6 +15,7 @@ falls back to ``PositionProvider`` over the whole module. A test compares both o
 from __future__ import annotations
 
 import ast
+import re
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -24,7 +25,12 @@ from libcst.metadata.position_provider import PositionProvidingCodegenState
 
 from interlace.linters._walk import field_order
 
-__all__ = ("node_positions",)
+__all__ = ("LINE_BREAK", "node_positions")
+
+LINE_BREAK = re.compile(r"\r\n|\r|\n")
+"""What ends a physical line for Python's tokenizer and libcst, hence for a finding's row.
+``str.splitlines`` also splits at form feeds, U+2028 and other characters that Python treats as
+ordinary text, which would shift every later row."""
 
 
 class _Sink:

@@ -278,6 +278,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return parser
 
 
+def add_server_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``server`` subcommand (the editor's language server) to ``interlace``'s parsers."""
+    # Imported on use: the server's module is large, and `interlace lint` never needs it.
+    from interlace.linters import _server
+
+    return _server.add_parser(subparsers)
+
+
 def _explain(code: str, out: _Output, err: TextIO) -> int:
     from interlace.linters._output import rule_help
     from interlace.linters.rules import rules_by_code
@@ -742,7 +750,7 @@ def _exit_code(
 
 
 def _add_noqa(result: LintResult, args: argparse.Namespace, log: TextIO, problems: TextIO) -> int:
-    from interlace.linters._noqa import add_noqa
+    from interlace.linters._add_noqa import add_noqa
 
     _print_errors(result.errors, problems)
     done = add_noqa(result.findings)
