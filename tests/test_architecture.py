@@ -140,3 +140,208 @@ def test_every_error_derives_from_interlace_error() -> None:
 
     for name in errors.__all__:
         assert issubclass(getattr(errors, name), errors.InterlaceError)
+
+
+# The import graph of src/interlace, read with ast. An edge runs from a module to every
+# interlace module it imports, at module level or inside a function (a deferred import still
+# couples the two modules; deferring it only hides the cycle from the interpreter). Imports
+# under `if TYPE_CHECKING:` are left out of the graph: they never run, and a type named in an
+# annotation is the cheapest way for two modules to refer to each other without executing
+# each other. Their private names still count (a type is still another module's private).
+
+
+def _module_name(path: pathlib.Path) -> str:
+    parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES = {_module_name(p): p for p in sorted(SRC.rglob("*.py"))}
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _runtime_nodes(tree: ast.AST) -> tuple[list[ast.AST], list[ast.AST]]:
+    """Every node of the tree, split into (runs, under `if TYPE_CHECKING:` only)."""
+    runs: list[ast.AST] = []
+    typing_only: list[ast.AST] = []
+
+    def visit(node: ast.AST, guarded: bool) -> None:
+        (typing_only if guarded else runs).append(node)
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            for statement in node.body:
+                visit(statement, True)
+            for statement in node.orelse:
+                visit(statement, guarded)
+            visit(node.test, guarded)
+            return
+        for child in ast.iter_child_nodes(node):
+            visit(child, guarded)
+
+    visit(tree, False)
+    return runs, typing_only
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _owner(module: str) -> str:
+    """The package inside which `module` may be imported: the parent of its deepest private part.
+
+    `interlace.harness._threads` is private to `interlace.harness`; `interlace._core.result`
+    is private to `interlace` (the arrows test says which parts of interlace may use it);
+    a module with no private part in its name belongs to everyone.
+    """
+    parts = module.split(".")
+    owner = ""
+    for index, part in enumerate(parts):
+        if _is_private(part):
+            owner = ".".join(parts[:index])
+    return owner
+
+
+def _inside(module: str, package: str) -> bool:
+    return package == "" or module == package or module.startswith(package + ".")
+
+
+def _resolve(module: str, level: int, current: str) -> str:
+    if level == 0:
+        return module
+    package = current.split(".")
+    if MODULES[current].name != "__init__.py":
+        package = package[:-1]
+    base = package[: len(package) - (level - 1)]
+    return ".".join(base + ([module] if module else []))
+
+
+class _Imports:
+    """What one module imports: edges to other modules, and private names it takes from them."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.edges: set[str] = set()
+        self.private_uses: list[str] = []
+        tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
+        runs, typing_only = _runtime_nodes(tree)
+        bound: dict[str, str] = {}
+        for node in runs:
+            self._import(node, bound, edge=True)
+        for node in typing_only:
+            self._import(node, bound, edge=False)
+        for node in runs + typing_only:
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+                module = bound.get(node.value.id)
+                if module is not None:
+                    self._use(module, node.attr, node.lineno)
+
+    def _use(self, module: str, attribute: str, line: int) -> None:
+        """`module.attribute` (or `from module import attribute`) appears at `line`."""
+        submodule = f"{module}.{attribute}"
+        if submodule in MODULES:
+            if not _inside(self.name, _owner(submodule)):
+                self.private_uses.append(f"{self.name}:{line} imports {submodule}")
+        elif _is_private(attribute) and module != self.name:
+            self.private_uses.append(f"{self.name}:{line} uses {module}.{attribute}")
+
+    def _import(self, node: ast.AST, bound: dict[str, str], *, edge: bool) -> None:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] != "interlace":
+                    continue
+                if edge:
+                    self.edges.add(alias.name)
+                if not _inside(self.name, _owner(alias.name)):
+                    self.private_uses.append(f"{self.name}:{node.lineno} imports {alias.name}")
+                bound[alias.asname or alias.name.split(".")[0]] = (
+                    alias.name if alias.asname else alias.name.split(".")[0]
+                )
+        elif isinstance(node, ast.ImportFrom):
+            module = _resolve(node.module or "", node.level, self.name)
+            if module.split(".")[0] != "interlace":
+                return
+            if not _inside(self.name, _owner(module)):
+                self.private_uses.append(f"{self.name}:{node.lineno} imports {module}")
+            for alias in node.names:
+                submodule = f"{module}.{alias.name}"
+                if edge:
+                    self.edges.add(submodule if submodule in MODULES else module)
+                if submodule in MODULES:
+                    bound[alias.asname or alias.name] = submodule
+                self._use(module, alias.name, node.lineno)
+
+
+IMPORTS = {name: _Imports(name) for name in MODULES}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def connect(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                connect(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1 or node in graph.get(node, ()):
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            connect(node)
+    return found
+
+
+def import_cycles() -> list[list[str]]:
+    """Every set of interlace modules that import each other, directly or round a longer loop."""
+    graph = {name: {e for e in imports.edges if e in MODULES} for name, imports in IMPORTS.items()}
+    return _cycles(graph)
+
+
+def private_imports() -> list[str]:
+    """Every use of another module's private name, or of a private module outside its package."""
+    return [use for imports in IMPORTS.values() for use in imports.private_uses]
+
+
+def test_the_cycle_finder_finds_a_loop_of_three_and_ignores_a_chain() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e"}}
+    assert _cycles(graph) == [["a", "b", "c"], ["e"]]
+    assert _cycles({"a": {"b"}, "b": {"c"}}) == []
+
+
+def test_a_private_name_is_private_to_its_module_and_a_private_module_to_its_package() -> None:
+    assert _owner("interlace.harness._threads") == "interlace.harness"
+    assert _owner("interlace._core.result") == "interlace"
+    assert _owner("interlace.harness.api") == ""
+    assert _is_private("_Abort")
+    assert not _is_private("__version__")
+
+
+def test_no_interlace_modules_import_each_other_in_a_cycle() -> None:
+    assert import_cycles() == []
+
+
+def test_no_module_uses_another_modules_private_names() -> None:
+    assert private_imports() == []

@@ -34,8 +34,8 @@ needs_affinity = pytest.mark.skipif(
 
 
 def _real() -> set[int]:
-    assert _affinity._real_getaffinity is not None
-    return set(_affinity._real_getaffinity(0))
+    assert _affinity.real_getaffinity is not None
+    return set(_affinity.real_getaffinity(0))
 
 
 class Seen:
@@ -78,7 +78,7 @@ def test_a_threads_run_is_pinned_to_one_cpu_and_reports_the_mask_it_had() -> Non
         assert seen.counts == [len(MASK)] * len(seen.counts)
     # And the thread that explored has its mask back.
     assert _real() == MASK
-    assert os.sched_getaffinity is _affinity._real_getaffinity  # type: ignore[attr-defined,unused-ignore]
+    assert os.sched_getaffinity is _affinity.real_getaffinity  # type: ignore[attr-defined,unused-ignore]
 
 
 @needs_affinity
@@ -124,10 +124,10 @@ def test_a_thread_a_run_leaves_behind_gets_the_mask_back() -> None:
         started.acquire()
         # Asked about it, the patch that runs install reports the mask from before.
         assert _affinity.sched_getaffinity(tid[0]) == MASK
-        assert _affinity._real_getaffinity is not None
-        assert _affinity._real_getaffinity(tid[0]) == {pinned.cpu}
+        assert _affinity.real_getaffinity is not None
+        assert _affinity.real_getaffinity(tid[0]) == {pinned.cpu}
         _affinity.unpin(pinned)
-        assert _affinity._real_getaffinity(tid[0]) == MASK
+        assert _affinity.real_getaffinity(tid[0]) == MASK
         assert _real() == MASK
     finally:
         _affinity.unpin(pinned)

@@ -21,7 +21,7 @@ from interlace._core.schedule import Settings, encode_token
 from interlace.harness import api, cli
 from interlace.harness import pytest_plugin as plugin
 from interlace.harness._instrument import uninstrumentable
-from interlace.harness._threads import MSG_STALL_TIMEOUT
+from interlace.harness._runtime import MSG_STALL_TIMEOUT
 
 SCENARIOS = """
 import asyncio

@@ -196,7 +196,7 @@ def _engine_frame() -> types.FrameType:
         yield from ()
 
     _fault.stand_in(frames())
-    assert seen[0].f_code.co_filename.startswith(_instrument._ENGINE)
+    assert seen[0].f_code.co_filename.startswith(_instrument.ENGINE)
     return seen[0]
 
 

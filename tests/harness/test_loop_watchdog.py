@@ -22,7 +22,7 @@ import pytest
 import interlace
 from interlace._core.schedule import Settings, encode_token
 from interlace.errors import UnsupportedOperationError
-from interlace.harness import _threads
+from interlace.harness import _runtime
 
 pytestmark = pytest.mark.skipif(
     not hasattr(__import__("signal"), "pthread_kill"), reason="interrupts the main thread"
@@ -148,7 +148,7 @@ def test_a_step_longer_than_the_stall_timeout_ends_the_run_naming_the_timeout(
     assert time.monotonic() - started < 5
     message = str(raised.value)
     assert message.startswith("task 'main' ran for 0.")
-    assert message.endswith(_threads.MSG_STALL_TIMEOUT.format(timeout=0.5, more=2))
+    assert message.endswith(_runtime.MSG_STALL_TIMEOUT.format(timeout=0.5, more=2))
 
 
 @pytest.mark.parametrize("run", [_explore, _replay])
@@ -200,7 +200,7 @@ def test_an_outside_job_longer_than_its_limit_ends_the_run_naming_the_limit(
     assert "did not finish in 0.5 s: its executor is one interlace cannot control" in message
     assert message.endswith(
         "such a job may take the stall timeout, or 30 s if that is longer; "
-        + _threads.MSG_STALL_WHERE.format(more=2)
+        + _runtime.MSG_STALL_WHERE.format(more=2)
     )
 
 

@@ -23,7 +23,7 @@ import pytest
 
 import interlace
 from interlace.errors import UnsupportedOperationError
-from interlace.harness import _loop, _pools, _threads
+from interlace.harness import _loop, _pools, _runtime, _threads
 from interlace.harness import pytest_plugin as plugin
 
 # -- jobs (module level, so that a worker process finds them) ---------------------------------
@@ -292,7 +292,7 @@ def test_a_job_that_outlasts_its_time_limit_is_refused_and_its_worker_ended(
     with pytest.raises(UnsupportedOperationError) as raised:
         interlace.explore(target, max_schedules=3, seed=1, stall_timeout=short_jobs)
     expected = _pools.MSG_JOB_TIMEOUT.format(job="'_write_pid_and_wait'", timeout=short_jobs)
-    assert str(raised.value) == expected + _threads.stall_timeout_advice(
+    assert str(raised.value) == expected + _runtime.stall_timeout_advice(
         short_jobs, _loop.MSG_JOB_TIMEOUT
     )
     assert _ended({int(pid_file.read_text())})

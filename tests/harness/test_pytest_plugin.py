@@ -28,7 +28,7 @@ import interlace.harness.api
 from interlace._core.schedule import Settings, encode_token
 from interlace.harness import api
 from interlace.harness import pytest_plugin as plugin
-from interlace.harness._threads import MSG_STALL_TIMEOUT
+from interlace.harness._runtime import MSG_STALL_TIMEOUT
 
 # Plugins installed for benchmarks; unrelated to what these tests check and slow to load.
 _QUIET: tuple[str, ...] = ("-p", "no:benchmark", "-p", "no:detangle")

@@ -33,7 +33,7 @@ import pytest
 
 import interlace
 from interlace._core.schedule import Settings, encode_token
-from interlace.harness import _kernel, _threads
+from interlace.harness import _kernel, _runtime, _threads
 
 SEED = 7
 
@@ -779,7 +779,7 @@ def _two_threads_get(cache: Any) -> None:
 
 # A wait for a lock is checked after about 2 s whatever the stall timeout (it never ends by
 # itself); a shorter timeout comes first, and the wait is still named as such.
-@pytest.mark.parametrize("stall_timeout", [_threads._STALL_SECONDS, 0.5])
+@pytest.mark.parametrize("stall_timeout", [_runtime.STALL_SECONDS, 0.5])
 def test_a_stall_names_the_thread_and_the_module_that_took_the_lock(
     locking_library: types.ModuleType, stall_timeout: float
 ) -> None:
@@ -947,7 +947,7 @@ def test_a_thread_busy_longer_than_the_stall_timeout_ends_the_run_naming_the_tim
     assert time.monotonic() - started < 5
     message = str(raised.value)
     assert re.match(r"thread '[^']+' ran for 0\.5 s at ", message), message
-    advice = _threads.MSG_STALL_TIMEOUT.format(timeout=0.5, more=2)
+    advice = _runtime.MSG_STALL_TIMEOUT.format(timeout=0.5, more=2)
     assert f". {advice}. Where it is:\n" in message
 
 

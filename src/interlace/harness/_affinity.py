@@ -25,11 +25,11 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-_real_getaffinity: Callable[[int], set[int]] | None = getattr(os, "sched_getaffinity", None)
+real_getaffinity: Callable[[int], set[int]] | None = getattr(os, "sched_getaffinity", None)
 _real_setaffinity: Callable[[int, Any], None] | None = getattr(os, "sched_setaffinity", None)
 _TASKS = "/proc/self/task"
 
-_usable = _real_getaffinity is not None and _real_setaffinity is not None
+_usable = real_getaffinity is not None and _real_setaffinity is not None
 """False once the platform refused a pin: the process never tries again."""
 
 _getcpu: Callable[[], int] | None = None
@@ -91,10 +91,10 @@ def pin() -> Pin | None:
     global _pin, _usable
     if not _usable or _pin is not None:
         return None
-    assert _real_getaffinity is not None
+    assert real_getaffinity is not None
     assert _real_setaffinity is not None
     try:
-        mask = _real_getaffinity(0)
+        mask = real_getaffinity(0)
         if len(mask) < 2:
             return None
         cpu = _current_cpu()
@@ -115,14 +115,14 @@ def unpin(pinned: Pin | None) -> None:
     if pinned is None:
         return
     _pin = None
-    assert _real_getaffinity is not None
+    assert real_getaffinity is not None
     assert _real_setaffinity is not None
     alone = {pinned.cpu}
     with contextlib.suppress(OSError):
         _real_setaffinity(0, pinned.mask)
     for tid in _tids() - pinned.tids:
         try:
-            if _real_getaffinity(int(tid)) == alone:
+            if real_getaffinity(int(tid)) == alone:
                 _real_setaffinity(int(tid), pinned.mask)
         except (OSError, ValueError):
             pass  # it ended meanwhile
@@ -130,8 +130,8 @@ def unpin(pinned: Pin | None) -> None:
 
 def sched_getaffinity(pid: int, /) -> set[int]:
     """``os.sched_getaffinity`` during an exploration: the mask as it was before the pin."""
-    assert _real_getaffinity is not None
-    mask = _real_getaffinity(pid)
+    assert real_getaffinity is not None
+    mask = real_getaffinity(pid)
     pinned = _pin
     if (
         pinned is not None
@@ -152,10 +152,10 @@ def _with_the_mask(call: Callable[..., Any]) -> Callable[..., Any]:
         pinned = _pin
         if pinned is None:
             return call(*args, **kwargs)
-        assert _real_getaffinity is not None  # a pin was made with them
+        assert real_getaffinity is not None  # a pin was made with them
         assert _real_setaffinity is not None
         try:
-            ours = _real_getaffinity(0) == {pinned.cpu}
+            ours = real_getaffinity(0) == {pinned.cpu}
             if ours:
                 _real_setaffinity(0, pinned.mask)
         except OSError:
@@ -205,7 +205,7 @@ def _process_starts() -> list[tuple[Any, str, Any]]:
 
 PATCHES: list[tuple[Any, str, Any]] = (
     [(os, "sched_getaffinity", sched_getaffinity), *_process_starts()]
-    if _real_getaffinity is not None and _real_setaffinity is not None
+    if real_getaffinity is not None and _real_setaffinity is not None
     else []
 )
 """What ``controlled_exploration`` installs: the code under test never sees the pin, and a

@@ -25,7 +25,15 @@ from interlace._core.result import RunResult, StepRecord
 from interlace._core.schedule import ADDRESS, READY, STALL, THREAD, Decision, Settings
 from interlace._core.strategy import Chooser
 from interlace.errors import UnsupportedOperationError
-from interlace.harness import _fault, _instrument, _interrupt, _kernel, _loop, _pools, _threads
+from interlace.harness import (
+    _fault,
+    _instrument,
+    _interrupt,
+    _kernel,
+    _loop,
+    _pools,
+    _runtime,
+)
 from interlace.harness._footprint import AVAILABLE as FOOTPRINTS
 from interlace.harness._footprint import Tracer
 from interlace.harness._introspect import (
@@ -52,33 +60,13 @@ from interlace.harness._loop import (
 )
 from interlace.harness._mixed import MixedRun
 from interlace.harness._por import ModelRecorder
-from interlace.harness._threads import _Abort, _raised_at
+from interlace.harness._runtime import Abort, is_passthrough, refusal
+from interlace.harness._threads import raised_at
 
 __all__ = ("AsyncioBackend", "is_passthrough", "refusal")
 
 _CLEANUP_STEPS = 10_000
 _TRACE_LIMIT = 400
-
-
-def is_passthrough(exc: BaseException) -> bool:
-    """Exceptions that end the whole exploration instead of counting as a failure.
-
-    Ctrl-C, ``sys.exit`` and pytest's ``exit``/``skip``/``xfail`` outcomes keep their meaning
-    inside an explored target (``pytest.fail`` and assertions are failures).
-    """
-    if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-        return True
-    # pytest sets __module__ = "builtins" on its outcome classes for display, so they are
-    # recognized by class; pytest is only consulted if the test process imported it.
-    outcomes = sys.modules.get("_pytest.outcomes")
-    if outcomes is None:
-        return False
-    passthrough = tuple(
-        getattr(outcomes, name)
-        for name in ("Exit", "Skipped", "XFailed")
-        if hasattr(outcomes, name)
-    )
-    return isinstance(exc, passthrough)
 
 
 _Where = Position | None
@@ -157,10 +145,10 @@ class _Recorder:
                 exc = None if task.cancelled() else task._exception
                 if task.cancelled():
                     suspended = "cancelled"
-                elif isinstance(exc, _Abort):
+                elif isinstance(exc, Abort):
                     # The thread scheduler ended the run while this step ran (a deadlock
                     # or a failure in a thread): it stopped where the run ended.
-                    where = _raised_at(exc).rpartition(" raised ")[0]
+                    where = raised_at(exc).rpartition(" raised ")[0]
                     suspended = f"{where} (the run ended here)".strip()
                 elif exc is not None:
                     suspended = _raised(exc)
@@ -258,7 +246,7 @@ def _deviation_text(decision: Decision) -> str:
     )
 
 
-_STALL_SECONDS = _threads._STALL_SECONDS
+_STALL_SECONDS = _runtime.STALL_SECONDS
 """The default ``stall_timeout`` (the same for both backends): how long one step of a run may
 take, in real time, before it counts as blocked for real."""
 _WATCH_POLL = 1.0
@@ -319,10 +307,10 @@ class Watchdog:
         _kernel.own_thread_started()  # a thread no run waits for
         try:
             seen: tuple[ControlledEventLoop | None, int] = (None, -1)
-            since = _threads._real_monotonic()
+            since = _runtime.real_monotonic()
             while not self._stop.acquire(timeout=self._poll):
                 loop = self.loop
-                now = _threads._real_monotonic()
+                now = _runtime.real_monotonic()
                 mark = (loop, loop._step if loop is not None else -1)
                 if mark != seen:
                     seen, since = mark, now
@@ -401,7 +389,7 @@ def _stalled_message(
         task=who,
         seconds=round(seconds, 1),
         where=where,
-        advice=_threads.stall_timeout_advice(timeout),
+        advice=_runtime.stall_timeout_advice(timeout),
     )
 
 
@@ -439,7 +427,7 @@ class AsyncioBackend:
         that only explore go without.
         """
         _interrupt.check()
-        _threads.seed_run_random()
+        _runtime.seed_run_random()
         with ownership() if record else contextlib.nullcontext():
             return self._run(chooser, record=record)
 
@@ -504,7 +492,7 @@ class AsyncioBackend:
                 detail = _hang_detail(loop, str(exc), recorder, exc.note)
             except Diverged:
                 pass
-            except _Abort:
+            except Abort:
                 pass  # the thread scheduler ended the run; its failure or error says why
             except BaseException as exc:  # the target's own exception, or a passthrough
                 if is_passthrough(exc):
@@ -562,7 +550,7 @@ class AsyncioBackend:
             if ctl.failure is not None and kind is None:
                 kind, exception, detail = ctl.failure
                 if record and ctl.failed_in is not None and kind == "exception":
-                    ctl.close_segment(ctl.failed_in, _raised_at(exception))
+                    ctl.close_segment(ctl.failed_in, raised_at(exception))
             divergence = divergence or chooser.divergence
             # Each decision with its anchor, the loop's and the threads' merged in step order.
             pairs = sorted(
@@ -648,7 +636,7 @@ def _counts(exc: object) -> bool:
     """An exception of the program's own (not a signal of the harness or a passthrough)."""
     return (
         isinstance(exc, BaseException)
-        and not isinstance(exc, (asyncio.CancelledError, _Abort, Blocked, OverBudget, Diverged))
+        and not isinstance(exc, (asyncio.CancelledError, Abort, Blocked, OverBudget, Diverged))
         and not is_passthrough(exc)
     )
 
@@ -691,27 +679,6 @@ def _lost_exceptions(loop: ControlledEventLoop) -> list[tuple[BaseException, str
             text = _MSG_LOST_TASK.format(task=task.get_name(), error=_error_text(exc))
             found.setdefault((1, il_id), (exc, text))
     return [found[key] for key in sorted(found)]
-
-
-def refusal(exc: BaseException | None) -> UnsupportedOperationError | None:
-    """interlace's refusal of an operation, if ``exc`` is one or was caused by one.
-
-    A refusal is no bug of the program: the explored code cannot run here at all (real I/O,
-    a subprocess), so it ends the exploration as an error instead of counting as a failure.
-    """
-    pending = [exc]
-    seen = 0
-    while pending and seen < 50:
-        current = pending.pop()
-        seen += 1
-        if current is None:
-            continue
-        if isinstance(current, UnsupportedOperationError):
-            return current
-        if isinstance(current, BaseExceptionGroup):
-            pending.extend(current.exceptions)
-        pending.extend((current.__cause__, current.__context__))
-    return None
 
 
 def _user_traceback(tb: types.TracebackType | None) -> types.TracebackType | None:

@@ -46,7 +46,7 @@ WallAt = Callable[[types.FrameType], float]
 _UTCNOW_DEPRECATED = sys.version_info >= (3, 12)
 
 
-def _own_dict(cls: type) -> dict[str, Any] | None:
+def own_dict(cls: type) -> dict[str, Any] | None:
     """The dictionary behind ``cls.__dict__``, or None if this interpreter does not show it."""
     referents = gc.get_referents(cls.__dict__)
     if len(referents) == 1 and isinstance(referents[0], dict):
@@ -67,7 +67,7 @@ class TypeDict:
     __slots__ = ("_cls", "_own")
 
     def __init__(self, cls: type) -> None:
-        own = _own_dict(cls)
+        own = own_dict(cls)
         if own is None:
             raise TypeError(f"{cls.__qualname__}'s attributes are not reachable")
         object.__setattr__(self, "_cls", cls)
@@ -88,7 +88,7 @@ def _reachable() -> bool:
     """Whether the types' own dictionaries can be written (CPython; checked, not assumed)."""
     try:
         return all(
-            _own_dict(cls) is not None and hasattr(ctypes.pythonapi, "PyType_Modified")
+            own_dict(cls) is not None and hasattr(ctypes.pythonapi, "PyType_Modified")
             for cls in (_datetime.datetime, _datetime.date)
         )
     except (AttributeError, TypeError, OSError):  # no ctypes.pythonapi: not CPython

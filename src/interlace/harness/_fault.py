@@ -8,7 +8,7 @@ failure ("fails under stock order"), and the user would hunt for a bug that a st
 interpreter never shows.
 
 So every exception a run ends with is asked where it was raised. Its innermost frames that are
-interlace's own (``_instrument._ENGINE``) say it:
+interlace's own (``_instrument.ENGINE``) say it:
 
 - none: the program's code, a library's or the standard library's raised it: the program's
   failure;
@@ -93,7 +93,7 @@ def program_calls(function: Any, *fragments: str) -> None:
 
 
 def _is_engine(code: types.CodeType) -> bool:
-    return code.co_filename.startswith(_instrument._ENGINE)
+    return code.co_filename.startswith(_instrument.ENGINE)
 
 
 def _raised_in_scheduler(exc: BaseException) -> bool:

@@ -203,12 +203,12 @@ def classify_call(access: StepAccess, callable_: Any, arg0: Any) -> None:
     if kind is functools.partial:
         classify_call(access, callable_.func, callable_.args[0] if callable_.args else arg0)
         return
-    if _python_call(kind):
+    if python_call(kind):
         return  # an instance with a Python __call__: traced
     access.everything = True
 
 
-def _python_call(cls: type) -> bool:
+def python_call(cls: type) -> bool:
     """Instances of ``cls`` are called through a Python ``__call__``."""
     for klass in cls.__mro__:
         call = klass.__dict__.get("__call__")

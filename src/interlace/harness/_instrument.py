@@ -59,7 +59,7 @@ _ENGINE_PACKAGES = ("harness", "_core", "linters")
 # interlace.stateful runs the calls of a concurrent state machine: its bookkeeping (the
 # results, the logical clock) is no code under test, and a point in it would only add steps.
 _ENGINE_MODULES = ("errors", "__init__", "__main__", "cli", "stateful")
-_ENGINE = tuple(
+ENGINE = tuple(
     os.path.normcase(os.path.join(_INTERLACE, part)) + os.sep for part in _ENGINE_PACKAGES
 )
 _ENGINE_FILES = tuple(
@@ -162,7 +162,7 @@ def uninstrumentable(name: str) -> str | None:
     """
     if os.sep in name or "/" in name or name.endswith(".py"):
         path = os.path.normcase(os.path.realpath(name))
-        if path + os.sep in _ENGINE or path.startswith(_ENGINE) or path in _ENGINE_FILES:
+        if path + os.sep in ENGINE or path.startswith(ENGINE) or path in _ENGINE_FILES:
             return _ENGINE_REASON.format(module=repr(name))
         if path in _NEVER_UNDER_TEST:
             module = os.path.splitext(os.path.basename(path))[0]
@@ -401,7 +401,7 @@ def _installed_module(filename: str) -> str:
     if filename.startswith("<"):
         return ""
     path = os.path.normcase(os.path.realpath(filename))
-    if path.startswith(_ENGINE) or path in _ENGINE_FILES or path in _NEVER_UNDER_TEST:
+    if path.startswith(ENGINE) or path in _ENGINE_FILES or path in _NEVER_UNDER_TEST:
         return ""
     parts = path.split(os.sep)
     for marker in ("site-packages", "dist-packages"):
@@ -469,7 +469,7 @@ def is_engine_file(filename: str) -> bool:
     """True for the files of interlace's engine (``harness``, ``_core``, the linters and the
     top-level modules): never code under test, nor the program's."""
     path = os.path.normcase(os.path.realpath(filename))
-    return path.startswith(_ENGINE) or path in _ENGINE_FILES
+    return path.startswith(ENGINE) or path in _ENGINE_FILES
 
 
 def is_under_test(filename: str) -> bool:
@@ -486,7 +486,7 @@ def is_under_test(filename: str) -> bool:
         # interlace's engine and the modules the scheduler runs are never code under test,
         # whatever ``instrument`` says (a package of the program named ``harness`` would
         # otherwise widen to interlace's own, by the path match of ``_widened``).
-        never = path.startswith(_ENGINE) or path in _ENGINE_FILES or path in _NEVER_UNDER_TEST
+        never = path.startswith(ENGINE) or path in _ENGINE_FILES or path in _NEVER_UNDER_TEST
         library = (
             path.startswith((_STDLIB, _PLATSTDLIB))
             or "site-packages" in path.split(os.sep)
@@ -505,7 +505,7 @@ def plan_for(code: types.CodeType) -> Plan | None:
     plan: Plan | None = None
     if is_under_test(code.co_filename):
         try:
-            plan = _make_plan(code)
+            plan = make_plan(code)
         except Exception:  # never let our bytecode reading break the user's code
             plan = _NO_PLAN
     _plans[id(code)] = (code, plan)
@@ -670,7 +670,7 @@ def _call_site(
     return CallSite(receiver, method, tuple(args) if args is not None else None, kwnames)
 
 
-def _make_plan(code: types.CodeType) -> Plan:
+def make_plan(code: types.CodeType) -> Plan:
     try:
         instrs = list(dis.get_instructions(code))
     except Exception:  # a code object dis cannot read: lines only
@@ -741,7 +741,7 @@ def _make_plan(code: types.CodeType) -> Plan:
 _OBJECT_CLASS = vars(object)["__class__"]
 
 
-def _static_attr(obj: Any, name: str) -> Any:
+def static_attr(obj: Any, name: str) -> Any:
     """``getattr`` without running user code: instance dict, slots, plain class attributes."""
     if isinstance(obj, types.ModuleType):
         try:
@@ -816,7 +816,7 @@ def evaluate(recipe: Recipe, frame: types.FrameType) -> Any:
                 raise UNKNOWN
             value = value.__self__
         else:
-            value = _static_attr(value, attr)
+            value = static_attr(value, attr)
     return value
 
 

@@ -291,7 +291,7 @@ def _forget_ended(alive: set[int]) -> None:
 
 
 def unwound(natives: Iterable[int]) -> None:
-    """The threads of a run that ended, all joined (``_threads._unwind``): a thread may stay
+    """The threads of a run that ended, all joined (``_threads.unwind``): a thread may stay
     listed a moment after its join returns, doing nothing for any run."""
     _unwound.update(natives)
 

@@ -9,7 +9,7 @@ The model (documented for users in docs/harness.md):
 
 * Stock order is option 0 everywhere: the ready queue runs FIFO in iterations, exactly as
   ``BaseEventLoop._run_once`` does, and timers become due when the clock reaches them, in
-  the order of their deadlines at the clock's grain, then of their creation (``_Timer``):
+  the order of their deadlines at the clock's grain, then of their creation (``LoopTimer``):
   on a real clock a timer created later with the same delay has the later deadline.
 * Virtual time: the clock starts at ``EPOCH`` (as ``time.monotonic()``, the stock loop's
   clock, never starts at 0), stands still while anything is ready, and jumps to the next
@@ -24,7 +24,7 @@ The model (documented for users in docs/harness.md):
   if it does not.
 * While the loop runs, ``time.monotonic()``, ``time.time()``, ``perf_counter()`` (and their
   ``_ns`` forms) read this clock, as they do in controlled threads, and ``time.sleep`` in the
-  loop's thread (which really blocks it) moves it too (``_threads._Local.loop``).
+  loop's thread (which really blocks it) moves it too (``_runtime.ThreadLocal.loop``).
 * Await latency: a task resuming from an await may be postponed behind entries that became
   ready after it (as if the event that woke it had arrived later), or past the next timer.
   First steps of new tasks and plain callbacks are never postponed: their order is fixed by
@@ -61,7 +61,7 @@ from typing import Any, overload
 from interlace._core.schedule import ADDRESS, READY, STALL, TIMER, DecisionLog, Settings
 from interlace._core.strategy import NEVER, Chooser
 from interlace.errors import UnsupportedOperationError
-from interlace.harness import _fault, _instrument, _threads
+from interlace.harness import _fault, _instrument, _runtime
 from interlace.harness._introspect import (
     describe_tasks,
     describe_timer,
@@ -222,7 +222,7 @@ _PARKABLE = (IO,)
 A yield or a timer wakeup may lag past a later timer only by the jitter window (loop lag)."""
 
 
-EPOCH = _threads._EPOCH_MONOTONIC[0]
+EPOCH = _runtime.EPOCH_MONOTONIC[0]
 """Where the virtual clock starts, in every run: the stock loop's clock is
 ``time.monotonic()``, seconds since the machine booted, never 0.0 (code that takes 0.0 for
 "never" relies on that). It is also where ``time.monotonic()`` starts in controlled threads,
@@ -236,7 +236,7 @@ slice of points does in controlled threads)."""
 
 
 def grains(when: float) -> int:
-    """A deadline in whole grains of the clock, for ordering timers (``_Timer``)."""
+    """A deadline in whole grains of the clock, for ordering timers (``LoopTimer``)."""
     if math.isfinite(when):
         return round(when / GRAIN)
     return -sys.maxsize if when < 0 else sys.maxsize  # nan and inf: never due
@@ -261,7 +261,7 @@ def _log_cancel(handle: Any) -> None:
         log.append((ENTRY_CANCELLED, handle))
 
 
-class _Step(events.Handle):
+class LoopStep(events.Handle):
     """A ready handle that remembers why it became ready (one of the causes above).
 
     Invariant: ``_il_budget`` is how many more times the entry may be postponed: ``fairness``
@@ -277,7 +277,7 @@ class _Step(events.Handle):
     _il_actor: int
     _il_budget: int
     _il_rank: float | None
-    _il_timer: _Timer | None
+    _il_timer: LoopTimer | None
     """The timer whose callback queued the entry (a TIMED entry), else None."""
     _callback: Callable[..., object]
     _args: Any
@@ -297,7 +297,7 @@ class _Step(events.Handle):
         _log_cancel(self)
 
 
-class _Timer(events.TimerHandle):
+class LoopTimer(events.TimerHandle):
     """A timer that remembers its creation order; what it queues while it runs is TIMED.
 
     Invariant: timers order by deadline at the clock's grain (``_il_at``, whole
@@ -324,22 +324,22 @@ class _Timer(events.TimerHandle):
     _scheduled: bool
 
     def __lt__(self, other: events.TimerHandle) -> bool:
-        if isinstance(other, _Timer):
+        if isinstance(other, LoopTimer):
             return (self._il_at, self._il_seq) < (other._il_at, other._il_seq)
         return super().__lt__(other)
 
     def __gt__(self, other: events.TimerHandle) -> bool:
-        if isinstance(other, _Timer):
+        if isinstance(other, LoopTimer):
             return (self._il_at, self._il_seq) > (other._il_at, other._il_seq)
         return super().__gt__(other)
 
     def __le__(self, other: events.TimerHandle) -> bool:
-        if isinstance(other, _Timer):
+        if isinstance(other, LoopTimer):
             return (self._il_at, self._il_seq) <= (other._il_at, other._il_seq)
         return super().__le__(other)
 
     def __ge__(self, other: events.TimerHandle) -> bool:
-        if isinstance(other, _Timer):
+        if isinstance(other, LoopTimer):
             return (self._il_at, self._il_seq) >= (other._il_at, other._il_seq)
         return super().__ge__(other)
 
@@ -406,7 +406,7 @@ callback's name says so (bound methods: the pure-Python Task), or neither. Fille
 seen, so ``call_soon`` decides with one dict lookup instead of comparing names."""
 
 
-_new_step: Callable[[type[_Step]], _Step] = object.__new__
+_new_step: Callable[[type[LoopStep]], LoopStep] = object.__new__
 
 
 def _callback_failed(handle: Any, exc: BaseException) -> None:
@@ -525,7 +525,7 @@ it is reported: the stall timeout when that is longer (``AsyncioBackend``)."""
 
 MSG_JOB_TIMEOUT = (
     "If the job only takes long (it ends on its own), allow it more: such a job may take the "
-    f"stall timeout, or {JOB_SECONDS:g} s if that is longer; " + _threads.MSG_STALL_WHERE
+    f"stall timeout, or {JOB_SECONDS:g} s if that is longer; " + _runtime.MSG_STALL_WHERE
 )
 """The sentence an executor job's timeout report ends with (``{more}``: a longer timeout)."""
 
@@ -539,11 +539,11 @@ def _job_timeout_message(func: Any, timeout: float) -> str:
         "the loop (for example through run_coroutine_threadsafe(...).result()) can never "
         "finish. Use the loop's default executor (asyncio.to_thread, run_in_executor(None, "
         "...)) or a ThreadPoolExecutor created inside the target: their jobs run as "
-        "controlled threads. " + _threads.stall_timeout_advice(timeout, MSG_JOB_TIMEOUT)
+        "controlled threads. " + _runtime.stall_timeout_advice(timeout, MSG_JOB_TIMEOUT)
     )
 
 
-def _actor_of(handle: Any) -> int:
+def actor_of(handle: Any) -> int:
     """The id of the task a ready handle steps (0 for a plain callback), computed once."""
     actor: int = handle._il_actor
     if actor < 0:
@@ -588,10 +588,10 @@ class _Actors(Sequence[int]):
     def __getitem__(self, index: slice) -> Sequence[int]: ...
     def __getitem__(self, index: int | slice) -> int | Sequence[int]:
         if isinstance(index, slice):
-            return [_actor_of(self._handles[i]) for i in range(self._count)[index]]
+            return [actor_of(self._handles[i]) for i in range(self._count)[index]]
         if not -self._count <= index < self._count:
             raise IndexError(index)
-        return _actor_of(self._handles[index % self._count])
+        return actor_of(self._handles[index % self._count])
 
 
 class ControlledEventLoop(asyncio.BaseEventLoop):
@@ -646,14 +646,14 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         self._slice_at = settings.time_slice
         self._slice_from = EPOCH
         """The clock when the current time slice began (see ``_consult``)."""
-        self._firing: _Timer | None = None
+        self._firing: LoopTimer | None = None
         """The timer whose callback runs now."""
         self.overtime: str | None = None
         """Once the step budget ran out with a timer pending: why that may be no hang (see
         ``_out_of_steps``); a failure after it is reported as that hang."""
         self.overtime_from = 0.0
         """The virtual time (``elapsed()``) when the step budget ran out."""
-        self._timer_woken: list[_Step] = []
+        self._timer_woken: list[LoopStep] = []
         """Entries queued by timer callbacks that may still be postponed (``_timer_wakeup``)."""
         self._consult_at = 0
         self._refresh_consult()
@@ -795,7 +795,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         if self._closed:
             raise RuntimeError("Event loop is closed")
         # Handle.__init__, inlined: this runs once per step.
-        handle = _new_step(_Step)
+        handle = _new_step(LoopStep)
         handle._context = context if context is not None else contextvars.copy_context()
         handle._loop = self
         handle._callback = callback
@@ -871,7 +871,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         if when is None:
             raise TypeError("when cannot be None")
         self._check_closed()
-        timer = _Timer(when, callback, args, self, context)
+        timer = LoopTimer(when, callback, args, self, context)
         self._timer_seq += 1
         timer._il_seq = self._timer_seq
         timer._il_at = grains(when)
@@ -894,7 +894,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         self._check_closed()
         if self._thread_id is None or threading.get_ident() == self._thread_id:
             return self.call_soon(callback, *args, context=context)
-        if self._mixed is None or _threads._local.thread is None:
+        if self._mixed is None or _runtime.thread_local.thread is None:
             self.opaque = True  # a thread outside the schedule called back
             handle = _Arrival(callback, args, self, context)
         else:
@@ -948,7 +948,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
             child = getattr(worker, "_il_thread", None)
             if child is not None and self._mixed is not None and child.ctl is self._mixed:
                 continue
-            if _threads._orig_is_alive(worker) and child is None:
+            if _runtime.real_is_alive(worker) and child is None:
                 return None  # started outside the exploration: its jobs run as opaque steps
             self.error = UnsupportedOperationError(
                 f"the executor {executor!r} was used by an earlier schedule: its worker "
@@ -1032,7 +1032,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
             self._step += 1
             if observer is not None:
                 observer(handle)
-            elif type(handle) is _Step:
+            elif type(handle) is LoopStep:
                 # Handle._run, inlined (one Python frame less per step); timers and arrivals
                 # keep their own _run, which sets the cause of what they queue.
                 try:
@@ -1089,7 +1089,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
                 self._refresh_consult()
                 only: events.Handle = ready.popleft()
                 return only
-            # The option scan reads one slot per entry (see _Step's invariant).
+            # The option scan reads one slot per entry (see LoopStep's invariant).
             window = self._window
             count = 0
             skipped = 0
@@ -1133,10 +1133,10 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
                             if best is None:
                                 best = head._il_rank
                                 if best is None:
-                                    best = head._il_rank = rank(_actor_of(head))
+                                    best = head._il_rank = rank(actor_of(head))
                             value = entry._il_rank
                             if value is None:
-                                value = entry._il_rank = rank(_actor_of(entry))
+                                value = entry._il_rank = rank(actor_of(entry))
                             if value > best:
                                 best = value
                                 choice = count
@@ -1156,7 +1156,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
                     budget = entry._il_budget
                     if budget >= 0:
                         actor = entry._il_actor
-                        append(actor if actor >= 0 else _actor_of(entry))
+                        append(actor if actor >= 0 else actor_of(entry))
                         count += 1
                         if budget == 0:
                             movable = False
@@ -1188,7 +1188,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
                     if best is None:  # one option: not ranked by the scan
                         best = head._il_rank
                         if best is None:
-                            best = head._il_rank = rank(_actor_of(head))
+                            best = head._il_rank = rank(actor_of(head))
                     if rank(-1) > best:
                         choice = count
                 elif count == 1:
@@ -1246,7 +1246,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
                         earlier._il_budget -= 1
                 actor = taken._il_actor
                 if actor < 0:
-                    actor = _actor_of(taken)
+                    actor = actor_of(taken)
                 self._decisions += (step + 1, READY, choice, actor)
                 if self._mixed is not None:
                     self._anchors += (len(self._decisions) // 4 - 1, *self._mixed.where())
@@ -1348,7 +1348,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         for entry in self._parked:
             entry._il_rank = None
 
-    def _overtakes(self, later: _Timer, earlier: _Timer) -> bool:
+    def _overtakes(self, later: LoopTimer, earlier: LoopTimer) -> bool:
         """Whether ``later`` could fire before ``earlier`` on a stock loop.
 
         A timer created before another may fire first when its deadline is within the
@@ -1360,7 +1360,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
             later._il_seq < earlier._il_seq and later._when - earlier._when <= self._jitter
         )
 
-    def _timer_wakeup(self, entry: _Step, timer: _Timer) -> None:
+    def _timer_wakeup(self, entry: LoopStep, timer: LoopTimer) -> None:
         """``timer``'s callback queued ``entry`` (TIMED): keep the timers' order.
 
         A TIMED entry may be postponed behind what is queued after it (its timer may have
@@ -1371,7 +1371,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         already ran changes nothing.
         """
         entry._il_timer = timer
-        keep: list[_Step] = []
+        keep: list[LoopStep] = []
         for earlier in self._timer_woken:
             if earlier._il_budget <= 0:
                 continue  # pinned, cancelled, or out of postponements: never overtaken
@@ -1383,7 +1383,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         keep.append(entry)
         self._timer_woken = keep
 
-    def _pending_timer(self) -> _Timer | None:
+    def _pending_timer(self) -> LoopTimer | None:
         scheduled = self._scheduled
         while scheduled and scheduled[0]._cancelled:
             self._timer_cancelled_count -= 1
@@ -1427,8 +1427,8 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         """
         ctl = self._mixed
         if ctl.aborting:
-            raise _threads._Abort
-        if all(u.status == _threads._DONE for u in ctl.threads[1:]):
+            raise _runtime.Abort
+        if all(u.status == _runtime.DONE for u in ctl.threads[1:]):
             return False
         timer = self._pending_timer()
         timeout = None
@@ -1509,7 +1509,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         if self._mixed is not None:
             self._mixed.clock_moved()
 
-    def _stall(self, first: _Timer) -> float | None:
+    def _stall(self, first: LoopTimer) -> float | None:
         """The loop would wait for ``first``: let the chooser pick how late it wakes up.
 
         On a stock loop the wake-up for a timer comes late whenever the loop's thread does
@@ -1526,7 +1526,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         floor = first._when + GRAIN + self._clock_resolution
         reach = first._when + self._stall_left
         deadlines: list[float] = []
-        popped: list[_Timer] = []
+        popped: list[LoopTimer] = []
         while scheduled and len(deadlines) < self._window:
             timer = heapq.heappop(scheduled)
             popped.append(timer)
@@ -1558,7 +1558,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
             self._anchors += (len(self._decisions) // 4 - 1, *self._mixed.where())
         return when
 
-    def _jitter_pick(self, first: _Timer) -> float:
+    def _jitter_pick(self, first: LoopTimer) -> float:
         """Let the chooser pick which timer due within the jitter window fires first.
 
         A timer created before ``first`` overtakes it when ``first``'s deadline drifted past
@@ -1567,7 +1567,7 @@ class ControlledEventLoop(asyncio.BaseEventLoop):
         """
         scheduled = self._scheduled
         limit = first._when + min(self._jitter, self._stall_left)
-        window: list[_Timer] = []
+        window: list[LoopTimer] = []
         while scheduled and len(window) < self._window and scheduled[0]._when <= limit:
             timer = heapq.heappop(scheduled)
             if timer._cancelled:
@@ -1666,8 +1666,8 @@ _fault.stand_in(
         (ControlledEventLoop, asyncio.AbstractEventLoop),
         (ControlledTask, asyncio.Task),
         (ControlledFuture, asyncio.Future),
-        (_Step, events.Handle),
-        (_Timer, events.TimerHandle),
+        (LoopStep, events.Handle),
+        (LoopTimer, events.TimerHandle),
         (_Arrival, events.Handle),
         (_ThreadArrival, events.Handle),
     )

@@ -34,7 +34,7 @@ from typing import Any
 
 from interlace._core.schedule import THREAD, Settings
 from interlace._core.strategy import Chooser
-from interlace.harness import _affinity, _threads
+from interlace.harness import _affinity, _runtime, _threads
 from interlace.harness._loop import EPOCH, ControlledEventLoop
 
 __all__ = ("LoopController", "MixedRun")
@@ -52,7 +52,7 @@ class LoopController(_threads.Controller):
         settings: Settings,
         record: bool,
         *,
-        stall_timeout: float = _threads._STALL_SECONDS,
+        stall_timeout: float = _runtime.STALL_SECONDS,
     ) -> None:
         self.loop = loop
         step, now = loop._step, loop._now
@@ -82,7 +82,7 @@ class LoopController(_threads.Controller):
         """The loop moved the clock: waits whose timeout passed may run."""
         now = self.now
         for u in self.threads:
-            if u.status == _threads._BLOCKED and u.deadline is not None and u.deadline <= now:
+            if u.status == _runtime.BLOCKED and u.deadline is not None and u.deadline <= now:
                 u.timed_out = True
 
     def overtime(self) -> bool:
@@ -98,12 +98,12 @@ class LoopController(_threads.Controller):
             )
         return text
 
-    def location(self, t: _threads._Thread) -> str:
+    def location(self, t: _threads.ControlledThread) -> str:
         if t.actor == 0 and t.waiting is not None and t.waiting[0] == "loop":
             return "its event loop"  # not the frame that called explore()
         return super().location(t)
 
-    def close_segment(self, t: _threads._Thread, suspended: str) -> None:
+    def close_segment(self, t: _threads.ControlledThread, suspended: str) -> None:
         if t.actor != 0:  # the loop's own steps are recorded step by step by the backend
             super().close_segment(t, suspended)
 
@@ -119,7 +119,7 @@ class MixedRun:
         record: bool,
         target: Callable[[], Any],
         *,
-        stall_timeout: float = _threads._STALL_SECONDS,
+        stall_timeout: float = _runtime.STALL_SECONDS,
     ) -> None:
         self.loop = loop
         self.chooser = chooser
@@ -143,14 +143,14 @@ class MixedRun:
     def arm(self) -> None:
         """Before the run: the first thread the loop's thread starts calls :meth:`activate`."""
         self.loop.mixed_capable = True
-        _threads._local.activate = self.activate
-        _threads._local.loop = self.loop  # the clocks of the time module read its clock
+        _runtime.thread_local.activate = self.activate
+        _runtime.thread_local.loop = self.loop  # the clocks of the time module read its clock
         self._end_names = _threads.run_thread_names()
         self._end_hashes = _threads.run_ordered_hashes()
 
     def activate(self) -> None:
         """Put the loop's thread under a thread scheduler, from its next schedule point."""
-        _threads._local.activate = None
+        _runtime.thread_local.activate = None
         if self.on_activate is not None:
             self.on_activate()
         loop = self.loop
@@ -159,16 +159,16 @@ class MixedRun:
         )
         main = ctl.add(threading.current_thread().name, None, False)
         main.ident = threading.get_ident()
-        _threads._line_hooks(ctl, foreign=len(sys._current_frames()) > 1)
+        _threads.line_hooks(ctl, foreign=len(sys._current_frames()) > 1)
         ctl.current = main
         main.started = 0  # it has held the baton since the run began (``where``)
         self.ctl = ctl
         loop._mixed = ctl
         self._previous_trace = sys.gettrace()
         _threads.activate_instrumentation(self.target)
-        _threads._local.thread = main
-        _threads._tracing_on(ctl)
-        self._profile = _threads._probe_on(main)
+        _runtime.thread_local.thread = main
+        _threads.tracing_on(ctl)
+        self._profile = _threads.probe_on(main)
         self._pinned = _affinity.pin()
         _threads.trace_running_frames(sys._getframe(1))
 
@@ -195,16 +195,16 @@ class MixedRun:
                 self.loop._default_executor = None
                 executor.shutdown(wait=True)
             ctl.thread_ended(main, None)
-        except _threads._Abort:
+        except _runtime.Abort:
             pass
-        main.status = _threads._DONE
-        _threads._local.thread = None
+        main.status = _runtime.DONE
+        _runtime.thread_local.thread = None
         _threads.wait_for_end(ctl)
 
     def close(self) -> None:
         """After the run, whatever happened: unwind and join every thread, restore tracing."""
-        _threads._local.activate = None
-        _threads._local.loop = None
+        _runtime.thread_local.activate = None
+        _runtime.thread_local.loop = None
         if self._end_names is not None:
             self._end_names()
             self._end_names = None
@@ -214,15 +214,15 @@ class MixedRun:
         ctl = self.ctl
         if ctl is None:
             return
-        _threads._local.thread = None
+        _runtime.thread_local.thread = None
         self.loop._mixed = None
         try:
-            _threads._unwind(ctl)
+            _threads.unwind(ctl)
         finally:
-            _threads._baton = None  # the report still reads ctl.current
-            _threads._line_hooks(None, foreign=False)
-            _threads._tracing_off()
-            _threads._probe_off(ctl.threads[0], self._profile)
+            _threads.baton = None  # the report still reads ctl.current
+            _threads.line_hooks(None, foreign=False)
+            _threads.tracing_off()
+            _threads.probe_off(ctl.threads[0], self._profile)
             sys.settrace(self._previous_trace)
             _affinity.unpin(self._pinned)
             self._pinned = None

@@ -36,10 +36,13 @@ import multiprocessing.queues
 import threading
 import types
 from collections.abc import Callable, Iterator
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from interlace.errors import UnsupportedOperationError
-from interlace.harness import _fault, _loop, _threads
+from interlace.harness import _fault, _loop, _runtime
+
+if TYPE_CHECKING:
+    from interlace.harness._threads import ControlledThread
 
 __all__ = ("PATCHES", "end_run", "quiet", "waits_for_job")
 
@@ -75,7 +78,7 @@ _created: list[concurrent.futures.ProcessPoolExecutor] = []
 
 
 @contextlib.contextmanager
-def outside_schedule() -> Iterator[tuple[_threads._Thread | None, Any]]:
+def outside_schedule() -> Iterator[tuple[ControlledThread | None, Any]]:
     """Take the calling thread out of its run's schedule for the block; yield what it was
     (its controlled thread and its controlled event loop, both None outside any run).
 
@@ -83,7 +86,7 @@ def outside_schedule() -> Iterator[tuple[_threads._Thread | None, Any]]:
     block does is one step. Threads it starts are not the run's, and the locks and
     conditions it takes are taken for real.
     """
-    local = _threads._local
+    local = _runtime.thread_local
     saved = (local.thread, local.activate, local.loop)
     local.thread = local.activate = local.loop = None
     try:
@@ -127,7 +130,7 @@ def _submit(
                 process.terminate()
             error = UnsupportedOperationError(
                 MSG_JOB_TIMEOUT.format(job=_describe(fn), timeout=timeout)
-                + _threads.stall_timeout_advice(timeout, _loop.MSG_JOB_TIMEOUT)
+                + _runtime.stall_timeout_advice(timeout, _loop.MSG_JOB_TIMEOUT)
             )
     _refuse(t, loop, error)
 
@@ -138,7 +141,7 @@ def _wait_for_job(future: concurrent.futures.Future[Any], timeout: float) -> boo
     return bool(done)
 
 
-def _opaque(t: _threads._Thread | None, loop: Any) -> None:
+def _opaque(t: ControlledThread | None, loop: Any) -> None:
     """Mark the run as one that ran a step outside the schedule."""
     if t is not None:
         t.ctl.opaque = True
@@ -146,7 +149,7 @@ def _opaque(t: _threads._Thread | None, loop: Any) -> None:
         loop.opaque = True
 
 
-def _refuse(t: _threads._Thread | None, loop: Any, error: UnsupportedOperationError) -> NoReturn:
+def _refuse(t: ControlledThread | None, loop: Any, error: UnsupportedOperationError) -> NoReturn:
     """End the run with ``error``: from a controlled thread as every refusal of one does
     (the run unwinds), from a loop's own thread by raising it into the task (the loop's
     error then ends the exploration)."""
@@ -156,7 +159,7 @@ def _refuse(t: _threads._Thread | None, loop: Any, error: UnsupportedOperationEr
             ctl.error = error
         ctl._abort()
         t.aborted = True
-        raise _threads._Abort
+        raise _runtime.Abort
     if loop.error is None:
         loop.error = error
     raise error

@@ -34,17 +34,17 @@ from typing import Any
 from interlace._core.footprint import Footprint, predecessors
 from interlace._core.schedule import Settings
 from interlace._core.strategy import Chooser
-from interlace.harness._footprint import StepAccess, Tracer, _python_call, classify_call
+from interlace.harness._footprint import StepAccess, Tracer, classify_call, python_call
 from interlace.harness._loop import (
     TIMED,
     TIMER_CREATED,
     Blocked,
     ControlledEventLoop,
     Diverged,
+    LoopStep,
+    LoopTimer,
     OverBudget,
-    _actor_of,
-    _Step,
-    _Timer,
+    actor_of,
     grains,
 )
 
@@ -107,8 +107,8 @@ class ModelRecorder:
         index = len(self._entries)
         self._index[id(handle)] = index
         self._handles.append(handle)
-        when = handle._when if isinstance(handle, _Timer) else None
-        actor = 0 if when is not None else _actor_of(handle)
+        when = handle._when if isinstance(handle, LoopTimer) else None
+        actor = 0 if when is not None else actor_of(handle)
         self._entries.append(_Entry(handle._il_cause, handle._il_budget, actor, when))
         return index
 
@@ -147,7 +147,7 @@ class ModelRecorder:
                 self.failed = True
                 self.tracer.stop()
                 return
-            timers = timers or isinstance(target, _Timer)
+            timers = timers or isinstance(target, LoopTimer)
             ops.append((op, found))
         stops = loop._stopping
         self._effects[index] = _Effects(now, queued, tuple(ops), stops)
@@ -162,7 +162,7 @@ class ModelRecorder:
     ) -> Footprint | None:
         callback = handle._callback
         owner = getattr(callback, "__self__", None)
-        if isinstance(owner, asyncio.Task) and _actor_of(handle) > 0:
+        if isinstance(owner, asyncio.Task) and actor_of(handle) > 0:
             # A task's step or wakeup: it writes the task's own state, and, if the task is
             # done after it, the task as a future (what awaiting it reads); after it, the
             # task may wait on a future (it added a callback to it); a wakeup reads the
@@ -207,7 +207,7 @@ class ModelRecorder:
 def _is_python(callback: Any) -> bool:
     if isinstance(callback, (types.FunctionType, types.MethodType)):
         return True
-    return _python_call(type(callback))
+    return python_call(type(callback))
 
 
 class AsyncioRunModel:
@@ -270,7 +270,7 @@ def _nothing() -> None:
     """The callback of a phantom (never called: a phantom's ``_run`` replays instead)."""
 
 
-class _PhantomStep(_Step):
+class _PhantomStep(LoopStep):
     __slots__ = ("_il_index", "_il_replay")
 
     _il_index: int
@@ -280,7 +280,7 @@ class _PhantomStep(_Step):
         self._il_replay.execute(self._il_index)
 
 
-class _PhantomTimer(_Timer):
+class _PhantomTimer(LoopTimer):
     __slots__ = ("_il_index", "_il_replay")
 
     _il_index: int
@@ -350,7 +350,7 @@ class _Replay:
         self.count += 1
         ready = self.loop._ready
         timer = self.phantoms[index]
-        if not isinstance(timer, _Timer):
+        if not isinstance(timer, LoopTimer):
             timer = None
         for queued in effects.queued:
             phantom = self._queue(queued)

@@ -33,7 +33,6 @@ import logging
 import math
 import os
 import queue
-import random
 import re
 import selectors
 import sys
@@ -48,6 +47,22 @@ from interlace._core.schedule import READY, Decision, Settings
 from interlace._core.strategy import Chooser
 from interlace.errors import UnsupportedOperationError
 from interlace.harness import _affinity, _clock, _fault, _instrument, _interrupt, _kernel
+from interlace.harness._runtime import (
+    BLOCKED,
+    DONE,
+    EPOCH_MONOTONIC,
+    EPOCH_WALL,
+    RUNNABLE,
+    STALL_SECONDS,
+    Abort,
+    is_passthrough,
+    real_monotonic,
+    real_time,
+    refusal,
+    seed_run_random,
+    stall_timeout_advice,
+    thread_local,
+)
 
 # One module object for everything from _instrument (a second import style could bind a
 # second copy when the harness modules are imported again, as pytester makes happen).
@@ -65,24 +80,8 @@ LOCK_TYPES = (_LOCK, _RLOCK)
 
 _getframe = sys._getframe
 _real_sleep = time.sleep
-_real_monotonic = time.monotonic
-_real_time = time.time
 
-_RUNNABLE, _BLOCKED, _DONE = 0, 1, 2
 _POLL_SECONDS = 0.25
-_STALL_SECONDS = 20.0
-"""The default ``stall_timeout``: how long one step may run, in real time, without reaching a
-schedule point before it counts as blocked for real."""
-MSG_STALL_WHERE = (
-    "stall_timeout={more} in explore() or replay(), '--stall-timeout {more}' for 'interlace "
-    "explore' or 'interlace replay', or @pytest.mark.interlace(stall_timeout={more})"
-)
-"""Where a user sets the stall timeout, in each front end."""
-MSG_STALL_TIMEOUT = (
-    "If it only takes long (the step ends on its own), allow more than the stall timeout of "
-    "{timeout:g} s: " + MSG_STALL_WHERE
-)
-"""The sentence a stall report of either backend ends with (before the stack, if any)."""
 _OUTSIDE_SECONDS = 0.5
 """How long every thread of a run may wait for a thread outside it (``_woken_from_outside``)."""
 _OUTSIDE_POLL = 0.001
@@ -103,22 +102,9 @@ _TRACE_LIMIT = 400
 _UNWIND_SECONDS = 5.0
 _REAL_TIMEOUT_SECONDS = 1.0
 """The longest timeout a C lock's acquire that timed out in virtual time waits for real."""
-_EPOCH_MONOTONIC = [1_000.0]
-"""Where the virtual monotonic clocks start in every run, so a schedule reads the same times
-every run (one cell, read at each clock read)."""
-_EPOCH_WALL = [1_700_000_000.0]
-"""Where the virtual wall clock (``time.time()``, the calendar) starts in every run of an
-exploration: the real time, in whole seconds, at which the exploration began
-(``controlled_exploration``), so that a time the program took before it (a timestamp made
-at import, a fixture's) lies before every time a run reads, as it would on a stock
-interpreter, and every run of the exploration reads the same times."""
 
 
-class _Abort(BaseException):
-    """Unwinds a controlled thread once its run is over (a failure, an interrupt, the end)."""
-
-
-class _Thread:
+class ControlledThread:
     """One controlled thread: its place in the schedule and what it waits for."""
 
     __slots__ = (
@@ -170,7 +156,7 @@ class _Thread:
         self.park.acquire()
         self.pending: types.FrameType | None = None
         self.pending_at = 0
-        self.status = _RUNNABLE
+        self.status = RUNNABLE
         self.predicate: Callable[[], bool] | None = None
         self.waiting: tuple[str, Any] | None = None
         self.deadline: int | None = None
@@ -204,28 +190,12 @@ class _Thread:
         """The profile function that sets ``checked``, while it is this thread's."""
 
 
-class _Local(threading.local):
-    thread: _Thread | None = None
-    activate: Callable[[], None] | None = None
-    """Set in the thread of a controlled event loop while its run has started no thread:
-    the first thread it starts puts the loop's thread, and so that thread, under control."""
-    unrestored: tuple[Any, ...] = ()
-    """Conditions whose wait was unwound (an interrupt, the end of the run) without taking
-    their lock back, because a parked thread held it: their ``with`` block releases nothing."""
-    loop: Any = None
-    """Set in the thread of a controlled event loop for its run: while the loop runs and
-    ``thread`` is None (no thread started yet), ``time.monotonic()`` and the other clocks read
-    its virtual clock, and ``time.sleep`` also moves it (the loop is blocked meanwhile)."""
-
-
-_local = _Local()
-
-_baton: _Thread | None = None
+baton: ControlledThread | None = None
 """The controlled thread that holds the baton in the run under way (``Controller.current``).
 
-The schedule-point hooks find their thread here rather than in ``_local`` (an attribute of a
+The schedule-point hooks find their thread here rather than in ``thread_local`` (an attribute of a
 ``threading.local`` costs more than the rest of a point). Only the baton holder runs code
-under test, unless threads the exploration does not control do: see ``_line_hooks``.
+under test, unless threads the exploration does not control do: see ``line_hooks``.
 """
 
 
@@ -260,7 +230,7 @@ class Controller:
         settings: Settings,
         record: bool,
         *,
-        stall_timeout: float = _STALL_SECONDS,
+        stall_timeout: float = STALL_SECONDS,
     ) -> None:
         self.chooser = chooser
         self.settings = settings
@@ -287,8 +257,8 @@ class Controller:
         (``overtime``); a failure after it is reported as that hang."""
         self.overtime_from = 0
         """The virtual time (microseconds) when the step budget ran out."""
-        self.threads: list[_Thread] = []
-        self._current: _Thread | None = None
+        self.threads: list[ControlledThread] = []
+        self._current: ControlledThread | None = None
         self.now = 0
         self.decisions: list[Decision] = []
         self.anchors: list[tuple[int, int]] = []
@@ -302,7 +272,7 @@ class Controller:
         self.blocking = False
         """Set while ``_schedule`` chooses: the thread holding the baton blocks or ends."""
         self.failure: tuple[str, BaseException | None, str] | None = None
-        self.failed_in: _Thread | None = None
+        self.failed_in: ControlledThread | None = None
         """The thread that held the baton when the failure was seen (unwinding the others
         moves ``current`` on)."""
         self.passthrough: BaseException | None = None
@@ -316,7 +286,7 @@ class Controller:
         _kernel.refresh()  # before anything of the run runs (``_woken_from_outside``)
         self.native = _thread.get_native_id()
         """The kernel id of the run's first thread, which makes the controller."""
-        self.stuck: _Thread | None = None
+        self.stuck: ControlledThread | None = None
         """The thread reported stuck outside the schedule (it is unwound last)."""
         self.lock_sample: tuple[types.FrameType, int, float | None] | None = None
         """Where the last stall check saw the running thread take a held lock outside the code
@@ -333,11 +303,11 @@ class Controller:
         code object is noted by the first run of the session that runs it so: later runs
         do not note it again (it is the exploration's answer that counts)."""
         self.records: collections.deque[StepRecord] = collections.deque(maxlen=_TRACE_LIMIT)
-        self.owners: dict[int, _Thread] = {}
+        self.owners: dict[int, ControlledThread] = {}
         self.held: dict[int, Any] = {}
         """The locks of ``owners``, by id: a thread unwound holding one releases it at the
         run's end (``release_unwound``)."""
-        self.permits: dict[int, dict[_Thread, int]] = {}
+        self.permits: dict[int, dict[ControlledThread, int]] = {}
         """Per semaphore (by id): the permits each thread took in code under test and has not
         given back. A thread unwound with some gives them back at the run's end."""
         self.semaphores: dict[int, tuple[threading.Semaphore, int]] = {}
@@ -352,30 +322,30 @@ class Controller:
     # -- bookkeeping -------------------------------------------------------------------------
 
     @property
-    def current(self) -> _Thread | None:
+    def current(self) -> ControlledThread | None:
         """The thread that holds the baton (runs code under test now)."""
         return self._current
 
     @current.setter
-    def current(self, t: _Thread | None) -> None:
-        global _baton
+    def current(self, t: ControlledThread | None) -> None:
+        global baton
         old = self._current
         if old is not None:
             old.ran += self.step - old.started
         if t is not None:
             t.started = self.step
-        self._current = _baton = t
+        self._current = baton = t
         if self.quiet_until:
             self.quiet_until = 0  # it was known for the thread that held the baton
             self._refresh()
 
-    def add(self, name: str, thread: threading.Thread | None, daemon: bool) -> _Thread:
+    def add(self, name: str, thread: threading.Thread | None, daemon: bool) -> ControlledThread:
         # Threads that share a name (anyio names every worker 'AnyIO worker thread') are
         # told apart in reports by their order: 'worker', 'worker #2', ...
         same = sum(1 for u in self.threads if u.name == name or u.name.startswith(name + " #"))
         if same:
             name = f"{name} #{same + 1}"
-        t = _Thread(self, len(self.threads), name, thread, daemon)
+        t = ControlledThread(self, len(self.threads), name, thread, daemon)
         t.since = self.step
         self.threads.append(t)
         if self.quiet_until:
@@ -390,17 +360,17 @@ class Controller:
         consult = max(self.chooser.consult_at, self.quiet_until)
         self.attention = min(consult, self.slice_end, self.step_cap)
 
-    def _can_run(self, t: _Thread) -> bool:
-        if t.status == _RUNNABLE:
+    def _can_run(self, t: ControlledThread) -> bool:
+        if t.status == RUNNABLE:
             return True
-        if t.status != _BLOCKED:
+        if t.status != BLOCKED:
             return False
         if t.timed_out:
             return True
         predicate = t.predicate
         return predicate is not None and predicate()
 
-    def _order(self, t: _Thread) -> list[_Thread]:
+    def _order(self, t: ControlledThread) -> list[ControlledThread]:
         """Every other thread, round-robin after ``t`` (the order options are offered in)."""
         threads = self.threads
         index = t.actor
@@ -410,7 +380,7 @@ class Controller:
         deadlines = [
             u.deadline
             for u in self.threads
-            if u.status == _BLOCKED and u.deadline is not None and not u.timed_out
+            if u.status == BLOCKED and u.deadline is not None and not u.timed_out
         ]
         return min(deadlines) if deadlines else None
 
@@ -420,7 +390,7 @@ class Controller:
         if self.now > self.settings.max_time_us:
             raise _OverBudget(f"the virtual-time budget ({self.settings.max_time_us / 1e6:g} s)")
         for u in self.threads:
-            if u.status == _BLOCKED and u.deadline is not None and u.deadline <= self.now:
+            if u.status == BLOCKED and u.deadline is not None and u.deadline <= self.now:
                 u.timed_out = True
 
     def _advance_clock(self) -> bool:
@@ -433,18 +403,18 @@ class Controller:
             raise _OverBudget(f"the virtual-time budget ({self.settings.max_time_us / 1e6:g} s)")
         self.now = max(self.now, deadline)
         for u in self.threads:
-            if u.status == _BLOCKED and u.deadline is not None and u.deadline <= self.now:
+            if u.status == BLOCKED and u.deadline is not None and u.deadline <= self.now:
                 u.timed_out = True
         return True
 
     # -- where a thread is, for reports -----------------------------------------------------
 
-    def location(self, t: _Thread) -> str:
+    def location(self, t: ControlledThread) -> str:
         if t.ident is None:
             return ""
         return _where(sys._current_frames().get(t.ident))
 
-    def _note_switch(self, t: _Thread, u: _Thread, why: str) -> None:
+    def _note_switch(self, t: ControlledThread, u: ControlledThread, why: str) -> None:
         """Record the segment ``t`` ran (it stops here) for the report; ``u`` starts one."""
         if not self.record:
             return
@@ -459,14 +429,14 @@ class Controller:
                 f"GIL, {t.name} made no call, started no function and took no loop back-edge "
                 "since its previous point, and CPython switches threads only there)"
             )
-        elif decisions and decisions[-1].step == self.step and t.status == _RUNNABLE:
+        elif decisions and decisions[-1].step == self.step and t.status == RUNNABLE:
             u.note = f"preempts {t.name} (thread preemption)"
         elif decisions and decisions[-1].step == self.step:
             u.note = "runs before the other threads that could (thread scheduling)"
         u.segment = self.step + 1
         u.resumed = self.location(u) if u.ident is not None else ""
 
-    def close_segment(self, t: _Thread, suspended: str) -> None:
+    def close_segment(self, t: ControlledThread, suspended: str) -> None:
         action = "resumed" if t.resumed else "ran"
         if not t.resumed and t.span:
             # Where it ran: a thread that started, or resumed outside the code under test
@@ -479,19 +449,19 @@ class Controller:
 
     def on_line(self, code: types.CodeType, line: int) -> Any:
         """The LINE hook of 3.12+ (the most frequent schedule point) in a run where only the
-        baton holder runs code under test (``_line_hooks``): it only counts."""
+        baton holder runs code under test (``line_hooks``): it only counts."""
         self.step += 1
         if self.step >= self.attention:
             t = self._current
             if t is not None:
                 self.attend(t)
 
-    def attend(self, t: _Thread) -> None:
+    def attend(self, t: ControlledThread) -> None:
         """A schedule point in the running thread ``t`` needs a look (consult, slice, budget)."""
         if t.busy:
             return  # a point inside the scheduler itself (user code it called): not a point
         if t.ident != _get_ident():
-            return  # another thread ran code under test (see _line_hooks): never act as t
+            return  # another thread ran code under test (see line_hooks): never act as t
         if self.record:
             self.gil_point(t)
             frame = _instrument.user_frame(_getframe(1))
@@ -508,14 +478,14 @@ class Controller:
         finally:
             t.busy = False
 
-    def gil_point(self, t: _Thread) -> None:
+    def gil_point(self, t: ControlledThread) -> None:
         """A point of the running thread ``t`` in a recorded run: note whether a GIL build
         could switch threads here (``t.switchable``).
 
         CPython with the GIL hands it over only where the running thread checks for a
         request: at a call, a function's start (or a generator's resumption), a loop's
         back-edge. So it can switch here only if ``t`` passed such a check since its previous
-        point: a profile event (``_probe_on``: any call, Python or C, made since), another
+        point: a profile event (``probe_on``: any call, Python or C, made since), another
         frame, an offset that went back (a loop), or an instruction between the two points
         that is not known to run without a check (``_gil_checks``). When in doubt: it can.
         """
@@ -537,7 +507,7 @@ class Controller:
             self.gil_points.append(self.step)
         t.checked = False
 
-    def _consult(self, t: _Thread, step: int) -> None:
+    def _consult(self, t: ControlledThread, step: int) -> None:
         """``_attend`` where only the chooser is due (an exploring schedule's usual point),
         written out: the options, the choice (taken by ranking where the chooser allows,
         see ``Chooser.rank``), the switch."""
@@ -545,7 +515,7 @@ class Controller:
             others = [
                 u
                 for u in self._order(t)
-                if u.status == _RUNNABLE or (u.status == _BLOCKED and self._can_run(u))
+                if u.status == RUNNABLE or (u.status == BLOCKED and self._can_run(u))
             ]
             if not others:
                 return  # nothing to choose between; the chooser is asked at the next point
@@ -584,18 +554,18 @@ class Controller:
         finally:
             self._refresh()
 
-    def _quiet(self, t: _Thread, top: float, until: int) -> None:
+    def _quiet(self, t: ControlledThread, top: float, until: int) -> None:
         """``t`` ranks above every other thread alive (blocked ones too, all ranked): until
         the chooser's next change, or a thread starts, it takes ``t`` at every point."""
         rank = self.chooser.rank
         assert rank is not None
         ranked = self.ranked
         for u in self.threads:
-            if u is not t and u.status != _DONE and (u.actor not in ranked or rank(u.actor) > top):
+            if u is not t and u.status != DONE and (u.actor not in ranked or rank(u.actor) > top):
                 return
         self.quiet_until = until
 
-    def _attend(self, t: _Thread) -> None:
+    def _attend(self, t: ControlledThread) -> None:
         if self.aborting:
             self._abort_point(t)
             return
@@ -628,7 +598,7 @@ class Controller:
         finally:
             self._refresh()
 
-    def _choose(self, options: list[_Thread]) -> int:
+    def _choose(self, options: list[ControlledThread]) -> int:
         """Ask the chooser which of ``options`` (stock first) runs now; record a deviation."""
         step = self.step
         chooser = self.chooser
@@ -648,7 +618,7 @@ class Controller:
         holding it last (``RunResult.cut``)."""
         holder = self._current
         alive = sorted(
-            (u for u in self.threads if u.status != _DONE and u is not holder),
+            (u for u in self.threads if u.status != DONE and u is not holder),
             key=lambda u: u.since,
         )
         if holder is not None:
@@ -657,7 +627,7 @@ class Controller:
             (
                 u.actor,
                 2 * (u.ran + (self.step - u.started if u is holder else 0) - u.blocks)
-                + (1 if u.status == _BLOCKED else 0),
+                + (1 if u.status == BLOCKED else 0),
             )
             for u in alive
         )
@@ -675,27 +645,27 @@ class Controller:
         points = t.ran + self.step - t.started - t.blocks
         return t.actor, 2 * points + (1 if self.blocking else 0)
 
-    def _switch(self, t: _Thread, u: _Thread, why: str) -> None:
+    def _switch(self, t: ControlledThread, u: ControlledThread, why: str) -> None:
         """Hand the baton from the running ``t`` (which stays as it is) to ``u``; wait."""
         self._note_switch(t, u, why)
         t.since = self.step
-        if u.status == _BLOCKED:
-            u.status = _RUNNABLE
+        if u.status == BLOCKED:
+            u.status = RUNNABLE
         self.current = u
         self.slice_end = self.step + self.settings.time_slice
         u.park.release()
         self._park(t)
 
-    def _park(self, t: _Thread) -> None:
-        """Wait for the baton; once the run is over, unwind (raise ``_Abort``) when woken."""
+    def _park(self, t: ControlledThread) -> None:
+        """Wait for the baton; once the run is over, unwind (raise ``Abort``) when woken."""
         if t.aborted:
-            raise _Abort
+            raise Abort
         self.wait_baton(t)
         if self.aborting:
             t.aborted = True
-            raise _Abort
+            raise Abort
 
-    def wait_baton(self, t: _Thread) -> None:
+    def wait_baton(self, t: ControlledThread) -> None:
         """Wait until ``t`` is given the baton, or must unwind without it (a stall), watching
         the thread that holds it meanwhile."""
         waited = 0.0
@@ -717,7 +687,7 @@ class Controller:
             ):
                 return
 
-    def _check_stalled(self, t: _Thread, waited: float) -> bool:
+    def _check_stalled(self, t: ControlledThread, waited: float) -> bool:
         """The running thread made no step for ``waited`` s: report it if it is stuck.
 
         True when ``t``, a thread other than the main one, must now unwind (without the
@@ -763,7 +733,7 @@ class Controller:
         if t.actor == 0:
             return False
         for u in self.threads[1:]:
-            if u is not t and u.status != _DONE and u.park.locked():
+            if u is not t and u.status != DONE and u.park.locked():
                 self.current = u
                 u.park.release()
                 if u.thread is not None:
@@ -773,14 +743,14 @@ class Controller:
             # the run can end now: interrupt it, and the main thread unwinds (once: its
             # clean-up then runs, as after any abort).
             current.aborted = True
-            _interrupt.send_to_main(_Abort())
+            _interrupt.send_to_main(Abort())
         return True
 
     # -- blocking ---------------------------------------------------------------------------------
 
     def block(
         self,
-        t: _Thread,
+        t: ControlledThread,
         predicate: Callable[[], bool] | None,
         waiting: tuple[str, Any],
         timeout: float | None = None,
@@ -792,7 +762,7 @@ class Controller:
             if predicate is not None and predicate():
                 return True
             self._abort_point(t)
-            raise _Abort
+            raise Abort
         if _called_from_user_code():
             self.step += 1
             self._point_before_block(t)
@@ -814,7 +784,7 @@ class Controller:
         # on a stock interpreter, and not 0.29999999999995453 s for 0.3; nor does a wait for
         # what float arithmetic left of a timeout (``queue.Queue.get``) fall short of it.
         deadline = None if timeout is None else self.now + math.ceil(timeout * 1e6) + 1
-        t.status = _BLOCKED
+        t.status = BLOCKED
         t.predicate = predicate
         t.waiting = waiting
         t.deadline = deadline
@@ -823,7 +793,7 @@ class Controller:
         try:
             self._schedule(t, "")  # the report describes t.waiting, only when recording
         finally:
-            t.status = _RUNNABLE if t.status != _DONE else t.status
+            t.status = RUNNABLE if t.status != DONE else t.status
             t.predicate = None
             t.waiting = None
             t.deadline = None
@@ -834,11 +804,11 @@ class Controller:
             return True
         return not timed_out
 
-    def _point_before_block(self, t: _Thread) -> None:
+    def _point_before_block(self, t: ControlledThread) -> None:
         if self.step >= self.attention:
             self.attend(t)
 
-    def _schedule(self, t: _Thread, why: str) -> None:
+    def _schedule(self, t: ControlledThread, why: str) -> None:
         """``t`` blocked or ended: run another thread (or the clock); ``t`` waits if blocked."""
         self.step += 1
         t.blocks += 1
@@ -868,10 +838,10 @@ class Controller:
         u = candidates[choice]
         if u is t:
             return
-        if t.status == _DONE:
+        if t.status == DONE:
             self._note_switch(t, u, why)
-            if u.status == _BLOCKED:
-                u.status = _RUNNABLE
+            if u.status == BLOCKED:
+                u.status = RUNNABLE
             self.current = u
             self.slice_end = self.step + self.settings.time_slice
             self._refresh()
@@ -893,7 +863,7 @@ class Controller:
         the kernel shows that none of them can end it by then (``_natives``).
         """
         if not any(
-            u.status == _BLOCKED and u.waiting is not None and u.waiting[0] in _OUTSIDE_ENDS
+            u.status == BLOCKED and u.waiting is not None and u.waiting[0] in _OUTSIDE_ENDS
             for u in self.threads
         ):
             return False
@@ -902,13 +872,13 @@ class Controller:
         ours = self._natives()
         if _kernel.idle_since(ours, quiet_for=_OUTSIDE_QUIET_SECONDS):
             return any(self._can_run(u) for u in self.threads)
-        start = _real_monotonic()
+        start = real_monotonic()
         end = start + _OUTSIDE_SECONDS
         # A thread that its timeout wakes within the wait (a poller between looks, which
         # nothing notifies) is given one look: as long after its next deadline as any
         # thread gets to move.
         looks = _kernel.wakes(ours, end)
-        while (now := _real_monotonic()) < end:
+        while (now := real_monotonic()) < end:
             _real_sleep(_OUTSIDE_POLL)
             if any(self._can_run(u) for u in self.threads):
                 return True
@@ -923,19 +893,19 @@ class Controller:
 
     def _only_daemons_wait(self) -> bool:
         """The target returned and every thread left is a daemon (none can run now)."""
-        if self.threads[0].status != _DONE:
+        if self.threads[0].status != DONE:
             return False
-        return all(u.daemon for u in self.threads if u.status != _DONE)
+        return all(u.daemon for u in self.threads if u.status != DONE)
 
-    def _nothing_can_run(self, t: _Thread) -> None:
-        alive = [u for u in self.threads if u.status != _DONE]
+    def _nothing_can_run(self, t: ControlledThread) -> None:
+        alive = [u for u in self.threads if u.status != DONE]
         main = self.threads[0]
         if not alive:
             self._finish_run()
             return
-        if main.status == _DONE and all(u.daemon for u in alive):
+        if main.status == DONE and all(u.daemon for u in alive):
             self._finish_run()  # daemon threads waiting forever when the program ends: fine
-            if t.status != _DONE:
+            if t.status != DONE:
                 self._park(t)
             return
         if any(u.uncertain for u in alive):
@@ -946,7 +916,7 @@ class Controller:
                 + ". Pass blocking/timeout as constants or local variables"
             )
             self._abort()
-            if t.status != _DONE:
+            if t.status != DONE:
                 self._park(t)
             return
         self._fail_from(t, "deadlock", None, self._deadlock_detail())
@@ -961,7 +931,7 @@ class Controller:
 
     def _wake_coordinator(self) -> None:
         main = self.threads[0]
-        if main.status != _DONE:
+        if main.status != DONE:
             if main.park.locked() and self.current is not main:
                 self.current = main
                 main.park.release()
@@ -988,22 +958,24 @@ class Controller:
                 return cut
         return self._cut()
 
-    def _fail_from(self, t: _Thread, kind: str, exc: BaseException | None, detail: str) -> None:
+    def _fail_from(
+        self, t: ControlledThread, kind: str, exc: BaseException | None, detail: str
+    ) -> None:
         """A failure seen in the running thread ``t``: stop the run; ``t`` unwinds."""
         self.fail(kind, exc, detail)
-        if t.status == _DONE:
+        if t.status == DONE:
             return
         if t.actor != 0:
             self._park(t)
         t.aborted = True
-        raise _Abort
+        raise Abort
 
-    def _abort_point(self, t: _Thread) -> None:
+    def _abort_point(self, t: ControlledThread) -> None:
         if not t.aborted:
             t.aborted = True
-            raise _Abort
+            raise Abort
 
-    def thread_ended(self, t: _Thread, exc: BaseException | None) -> None:
+    def thread_ended(self, t: ControlledThread, exc: BaseException | None) -> None:
         """``t``'s target returned (exc None) or raised: mark it done and pass the baton."""
         if exc is not None and not self.aborting:
             self.fail(
@@ -1012,7 +984,7 @@ class Controller:
                 f"The exception escaped thread {t.name!r} (threading.excepthook would print it "
                 "and the thread would die).",
             )
-        t.status = _DONE
+        t.status = DONE
         if self.aborting:
             return
         self._schedule(t, "(finished)" if exc is None else f"(raised {type(exc).__name__})")
@@ -1024,7 +996,7 @@ class Controller:
             return "deadlock"  # naming objects is slow (gc); the recorded run says it all
         lines = ["No thread can run and no timeout is pending. Waiting:"]
         for u in self.threads:
-            if u.status == _DONE:
+            if u.status == DONE:
                 continue
             where = self.location(u)
             # No frame of the code under test: a pool's idle worker, most often.
@@ -1098,21 +1070,23 @@ class Controller:
             if other.ident not in ours and _orig_is_alive(other) and not _pools.quiet(other)
         ]
 
-    def _holder(self, waiting: tuple[str, Any]) -> _Thread | None:
+    def _holder(self, waiting: tuple[str, Any]) -> ControlledThread | None:
         kind, obj = waiting
         if kind == "lock":
             owner = self.owners.get(id(obj))
-            if owner is not None and owner.status != _DONE and _is_locked(obj):
+            if owner is not None and owner.status != DONE and _is_locked(obj):
                 return owner
         if kind == "join":
             target = obj
-            return target if isinstance(target, _Thread) and target.status != _DONE else None
+            return (
+                target if isinstance(target, ControlledThread) and target.status != DONE else None
+            )
         return None
 
-    def _cycle(self) -> list[_Thread]:
+    def _cycle(self) -> list[ControlledThread]:
         for start in self.threads:
-            seen: list[_Thread] = []
-            node: _Thread | None = start
+            seen: list[ControlledThread] = []
+            node: ControlledThread | None = start
             while node is not None and node not in seen:
                 seen.append(node)
                 node = self._holder(node.waiting) if node.waiting is not None else None
@@ -1142,7 +1116,7 @@ class Controller:
     def _budget_note(self) -> str:
         deadline = self._earliest_deadline()
         assert deadline is not None
-        sleeper = next(u for u in self.threads if u.status == _BLOCKED and u.deadline == deadline)
+        sleeper = next(u for u in self.threads if u.status == BLOCKED and u.deadline == deadline)
         what = _describe_wait(sleeper.waiting) if sleeper.waiting is not None else "a timeout"
         remaining = max(0, deadline - self.now) * POINTS_PER_MICROSECOND
         return (
@@ -1178,22 +1152,22 @@ class Controller:
             )
         lines.append("Threads and the schedule points each passed:")
         for u in self.threads:
-            state = {_RUNNABLE: "running", _BLOCKED: "waiting", _DONE: "finished"}[u.status]
-            where = self.location(u) if u.status != _DONE else ""
+            state = {RUNNABLE: "running", BLOCKED: "waiting", DONE: "finished"}[u.status]
+            where = self.location(u) if u.status != DONE else ""
             text = f"  {u.name}: {state}" + (f" at {where}" if where else "")
-            if u.status == _BLOCKED and u.waiting is not None:
+            if u.status == BLOCKED and u.waiting is not None:
                 text += f" for {_describe_wait(u.waiting)}"
             lines.append(text)
         return "\n".join(lines)
 
     # -- primitives --------------------------------------------------------------------------------
 
-    def lock_free_for(self, lock: Any, t: _Thread) -> bool:
+    def lock_free_for(self, lock: Any, t: ControlledThread) -> bool:
         """Whether a C lock's acquire by ``t`` would not block (evaluated by any thread)."""
         if type(lock) is _LOCK:
             return not lock.locked()
         if lock._is_owned():
-            return _local.thread is t
+            return thread_local.thread is t
         if lock.acquire(False):
             lock.release()
             return True
@@ -1201,7 +1175,7 @@ class Controller:
 
     def acquire(
         self,
-        t: _Thread,
+        t: ControlledThread,
         lock: Any,
         blocking: bool = True,
         timeout: float | None = None,
@@ -1236,9 +1210,9 @@ class Controller:
                 "Condition, Event or Semaphore, whose timeouts are virtual"
             )
             self._abort()
-            raise _Abort
+            raise Abort
 
-    def own(self, lock: Any, t: _Thread) -> None:
+    def own(self, lock: Any, t: ControlledThread) -> None:
         """``t`` takes ``lock`` (it is free for ``t``)."""
         self.owners[id(lock)] = t
         self.held[id(lock)] = lock
@@ -1252,12 +1226,12 @@ class Controller:
         if id(sem) not in self.semaphores:
             self.semaphores[id(sem)] = (sem, sem._value)
 
-    def took_permit(self, sem: threading.Semaphore, t: _Thread) -> None:
+    def took_permit(self, sem: threading.Semaphore, t: ControlledThread) -> None:
         """``t``'s code under test acquired ``sem``."""
         taken = self.permits.setdefault(id(sem), {})
         taken[t] = taken.get(t, 0) + 1
 
-    def gave_permits(self, sem: threading.Semaphore, t: _Thread, n: int) -> None:
+    def gave_permits(self, sem: threading.Semaphore, t: ControlledThread, n: int) -> None:
         """``t`` released ``sem`` ``n`` times: first the permits it took, then (a hand-off)
         those other threads took."""
         taken = self.permits.get(id(sem))
@@ -1283,7 +1257,7 @@ class Controller:
         """
         for key, t in list(self.owners.items()):
             lock: Any = self.held.get(key)
-            if lock is None or not t.aborted or t.status != _DONE or not _is_locked(lock):
+            if lock is None or not t.aborted or t.status != DONE or not _is_locked(lock):
                 continue
             if type(lock) is _LOCK:
                 lock.release()
@@ -1298,13 +1272,13 @@ class Controller:
         # to keep, so a semaphore the run leaves where it found it is left alone.
         for key, taken in self.permits.items():
             sem, before = self.semaphores[key]
-            held = sum(count for t, count in taken.items() if t.aborted and t.status == _DONE)
+            held = sum(count for t, count in taken.items() if t.aborted and t.status == DONE)
             missing = min(held, before - sem._value)
             if missing > 0:
                 _orig_sem_release(sem, missing)
         self.permits.clear()
 
-    def sleep(self, t: _Thread, seconds: float) -> None:
+    def sleep(self, t: ControlledThread, seconds: float) -> None:
         if seconds > 0:
             self.block(t, None, ("sleep", seconds), seconds)
             return
@@ -1445,8 +1419,8 @@ _orig_cond_exit = threading.Condition.__exit__
 _orig_cond_wait = threading.Condition.wait
 
 
-def _controlled() -> tuple[_Thread, Controller] | None:
-    t = _local.thread
+def _controlled() -> tuple[ControlledThread, Controller] | None:
+    t = thread_local.thread
     if t is None:
         return None
     return t, t.ctl
@@ -1454,12 +1428,16 @@ def _controlled() -> tuple[_Thread, Controller] | None:
 
 def _start(self: threading.Thread) -> None:
     found = _controlled()
-    if found is None and _local.activate is not None and getattr(self, "_il_thread", None) is None:
-        _local.activate()
+    if (
+        found is None
+        and thread_local.activate is not None
+        and getattr(self, "_il_thread", None) is None
+    ):
+        thread_local.activate()
         found = _controlled()
     if found is None or getattr(self, "_il_thread", None) is not None:
-        if _baton is not None:
-            _line_hooks(None, foreign=True)  # an uncontrolled thread, started during a run
+        if baton is not None:
+            line_hooks(None, foreign=True)  # an uncontrolled thread, started during a run
         _orig_start(self)
         return
     t, ctl = found
@@ -1478,32 +1456,30 @@ def _start(self: threading.Thread) -> None:
         child.ident = _get_ident()
         ctl.wait_baton(child)
         if ctl.aborting:
-            child.status = _DONE
+            child.status = DONE
             return
-        _local.thread = child
-        _tracing_on(ctl)
-        profile = _probe_on(child)
+        thread_local.thread = child
+        tracing_on(ctl)
+        profile = probe_on(child)
         exc: BaseException | None = None
         try:
             run()
-        except _Abort:
+        except Abort:
             pass
         except BaseException as raised:  # the thread's own exception is the failure
-            from interlace.harness._asyncio_backend import is_passthrough
-
             if is_passthrough(raised) and not isinstance(raised, SystemExit):
                 ctl.passthrough = ctl.passthrough or raised
                 ctl._abort()
             else:
-                with contextlib.suppress(_Abort):
+                with contextlib.suppress(Abort):
                     exc = _unhandled(ctl, self, raised)
         finally:
-            _tracing_off()
-            _probe_off(child, profile)
-            _local.thread = None
-            with contextlib.suppress(_Abort):
+            tracing_off()
+            probe_off(child, profile)
+            thread_local.thread = None
+            with contextlib.suppress(Abort):
                 ctl.thread_ended(child, exc)
-            child.status = _DONE
+            child.status = DONE
 
     user = _called_from_user_code()
     self.run = controlled_run  # type: ignore[method-assign]
@@ -1511,12 +1487,12 @@ def _start(self: threading.Thread) -> None:
     # until the child is parked, which needs no baton. A Ctrl-C waits until it is over: one
     # raised as the parent takes ``_started``'s lock would leave the lock taken, and the
     # child (setting ``_started``) and the unwinding (waiting for it) blocked on it for good.
-    _local.thread = None
+    thread_local.thread = None
     try:
         with _interrupt.deferred():
             _orig_start(self)
     finally:
-        _local.thread = t
+        thread_local.thread = t
     # Known before the child can hold the baton (it sets it again itself): threading set
     # it before start() returned.
     child.ident = self.ident
@@ -1543,7 +1519,7 @@ def _c_simple_queue_patches() -> list[tuple[Any, str, Any]]:
     virtual timeout) and then takes it without blocking.
     """
     cls = _C_SIMPLE_QUEUE
-    if cls is None or not _clock.REACHABLE or _clock._own_dict(cls) is None:
+    if cls is None or not _clock.REACHABLE or _clock.own_dict(cls) is None:
         return []
     real_get = cls.__dict__["get"]
 
@@ -1594,7 +1570,9 @@ def _on_pipes(target: Any, args: tuple[Any, ...]) -> bool:
     return any(isinstance(arg, pipes) for arg in args)
 
 
-def _refuse_uncontrollable_worker(thread: threading.Thread, t: _Thread, ctl: Controller) -> None:
+def _refuse_uncontrollable_worker(
+    thread: threading.Thread, t: ControlledThread, ctl: Controller
+) -> None:
     """Refuse a library thread that would wait where no schedule point can be: an executor
     worker on a C ``SimpleQueue`` made before the run, a process pool's thread (on its pipes;
     a ``ThreadPool``'s queues are controlled)."""
@@ -1616,7 +1594,7 @@ def _refuse_uncontrollable_worker(thread: threading.Thread, t: _Thread, ctl: Con
     )
     ctl._abort()
     t.aborted = True
-    raise _Abort
+    raise Abort
 
 
 def _outside_lock_wait(frame: types.FrameType | None) -> tuple[Any, types.FrameType] | None:
@@ -1625,7 +1603,7 @@ def _outside_lock_wait(frame: types.FrameType | None) -> tuple[Any, types.FrameT
     if frame is None or _instrument.is_under_test(frame.f_code.co_filename):
         return None
     try:
-        plan = _instrument._make_plan(frame.f_code)
+        plan = _instrument.make_plan(frame.f_code)
         offset = frame.f_lasti
         lock: Any = None
         if offset in plan.withs:
@@ -1670,7 +1648,7 @@ def _module_to_instrument(frame: types.FrameType | None) -> str | None:
     return None
 
 
-def _holder(ctl: Controller, lock: Any, stuck: _Thread) -> str:
+def _holder(ctl: Controller, lock: Any, stuck: ControlledThread) -> str:
     """Which parked thread holds ``lock``, and in which module it took it, as far as that
     can be known: an ``RLock`` names its owner, and the module is the library code that
     called back into the code under test; a ``Lock`` is found by a frame outside the code
@@ -1678,7 +1656,7 @@ def _holder(ctl: Controller, lock: Any, stuck: _Thread) -> str:
     owner = re.search(r" owner=(\d+) ", repr(lock)) if type(lock) is _RLOCK else None
     frames = sys._current_frames()
     for u in ctl.threads:
-        if u is stuck or u.status == _DONE or u.ident is None:
+        if u is stuck or u.status == DONE or u.ident is None:
             continue
         if owner is not None and u.ident != int(owner.group(1)):
             continue
@@ -1704,7 +1682,7 @@ def _takes(frame: types.FrameType, lock: Any) -> bool:
     """Whether ``frame`` took ``lock`` before where it is: a ``with`` on it (or on a
     ``Condition`` over it) or an ``acquire`` call."""
     try:
-        plan = _instrument._make_plan(frame.f_code)
+        plan = _instrument.make_plan(frame.f_code)
         recipes = [recipe for offset, recipe in plan.withs.items() if offset < frame.f_lasti]
         recipes += [
             site.receiver
@@ -1725,7 +1703,7 @@ def _takes(frame: types.FrameType, lock: Any) -> bool:
 
 def _stall_message(
     ctl: Controller,
-    stuck: _Thread,
+    stuck: ControlledThread,
     frame: types.FrameType | None,
     lock_wait: tuple[Any, types.FrameType] | None,
     waited: float,
@@ -1775,13 +1753,6 @@ def _stall_message(
     return text + (f". Where it is:\n{stack}" if stack else "")
 
 
-def stall_timeout_advice(timeout: float, message: str = MSG_STALL_TIMEOUT) -> str:
-    """The sentence of a stall report that says how to allow a longer step (``message``,
-    given the timeout and a value well above it)."""
-    # Three times the timeout, in whole seconds: well above it, and easy to read and type.
-    return message.format(timeout=timeout, more=math.ceil(3 * timeout))
-
-
 def _unhandled(
     ctl: Controller, thread: threading.Thread, exc: BaseException
 ) -> BaseException | None:
@@ -1797,7 +1768,7 @@ def _unhandled(
     args = threading.ExceptHookArgs([type(exc), exc, exc.__traceback__, thread])
     try:
         hook(args)
-    except _Abort:
+    except Abort:
         raise
     except Exception as raised:  # stock prints "Exception in threading.excepthook"
         raised.add_note(
@@ -1810,12 +1781,12 @@ def _unhandled(
 
 def _uncontrolled_start(original: Callable[..., Any]) -> Callable[..., Any]:
     """A ``_thread`` function that starts a thread: the new thread is not controlled, so
-    the hooks check which thread runs from then on (see ``_line_hooks``). ``threading``
+    the hooks check which thread runs from then on (see ``line_hooks``). ``threading``
     holds its own reference to these, so controlled threads never come through here."""
 
     def start(*args: Any, **kwargs: Any) -> Any:
-        if _baton is not None:
-            _line_hooks(None, foreign=True)
+        if baton is not None:
+            line_hooks(None, foreign=True)
         return original(*args, **kwargs)
 
     start.__name__ = start.__qualname__ = original.__name__
@@ -1838,18 +1809,18 @@ def _join(self: threading.Thread, timeout: float | None = None) -> None:
     t, ctl = found
     if child is t:
         raise RuntimeError("cannot join current thread")
-    if ctl.block(t, lambda: child.status == _DONE, ("join", child), timeout):
-        _local.thread = None
+    if ctl.block(t, lambda: child.status == DONE, ("join", child), timeout):
+        thread_local.thread = None
         try:
             _orig_join(self)
         finally:
-            _local.thread = t
+            thread_local.thread = t
 
 
 def _is_alive(self: threading.Thread) -> bool:
     child = getattr(self, "_il_thread", None)
-    if child is not None and _local.thread is not None:
-        return bool(child.status != _DONE)
+    if child is not None and thread_local.thread is not None:
+        return bool(child.status != DONE)
     return bool(_orig_is_alive(self))
 
 
@@ -1862,10 +1833,10 @@ def _cond_enter(self: threading.Condition) -> bool:
 
 
 def _cond_exit(self: threading.Condition, *args: Any) -> None:
-    unrestored = _local.unrestored
+    unrestored = thread_local.unrestored
     if unrestored and any(c is self for c in unrestored):
         # Its wait was unwound before it could take the lock back: nothing to release.
-        _local.unrestored = tuple(c for c in unrestored if c is not self)
+        thread_local.unrestored = tuple(c for c in unrestored if c is not self)
         return
     found = _controlled()
     if found is not None:
@@ -1900,7 +1871,7 @@ def _cond_wait(self: threading.Condition, timeout: float | None = None) -> bool:
         with contextlib.suppress(ValueError):
             self._waiters.remove(waiter)  # type: ignore[attr-defined]
         if not _take_back(lock, saved):
-            _local.unrestored = (*_local.unrestored, self)
+            thread_local.unrestored = (*thread_local.unrestored, self)
         raise
     self._acquire_restore(saved)  # type: ignore[attr-defined]
     return gotit
@@ -1992,7 +1963,7 @@ MSG_OWN_LOOP = (
 )
 
 
-def _note_stock_loop(t: _Thread, ctl: Controller) -> None:
+def _note_stock_loop(t: ControlledThread, ctl: Controller) -> None:
     """A stock event loop waits in controlled thread ``t``: note whether it runs tasks
     whose order interlace cannot explore; in the target's own thread, refuse it."""
     asyncio = sys.modules.get("asyncio")
@@ -2022,7 +1993,7 @@ def _note_stock_loop(t: _Thread, ctl: Controller) -> None:
         )
         ctl._abort()
         t.aborted = True
-        raise _Abort
+        raise Abort
 
 
 def _controlled_select(self: selectors.BaseSelector, timeout: float | None = None) -> Any:
@@ -2039,11 +2010,11 @@ def _controlled_select(self: selectors.BaseSelector, timeout: float | None = Non
         return ready
     if not _internal_only(self):
         # Real I/O may arrive without any thread running: wait for it for real.
-        _local.thread = None
+        thread_local.thread = None
         try:
             return original(self, timeout)
         finally:
-            _local.thread = t
+            thread_local.thread = t
     ctl.block(t, lambda: bool(original(self, 0)), ("io", self), timeout)
     return original(self, 0)
 
@@ -2084,7 +2055,7 @@ def _sleep(seconds: float) -> None:
     found = _controlled()
     if found is None:
         _real_sleep(seconds)
-        loop = _local.loop
+        loop = thread_local.loop
         if loop is not None and loop._thread_id is not None:
             # The loop's thread really blocks (pytest-timeout and Ctrl-C see a blocked
             # test, threads outside the schedule run meanwhile), and its clock moves on.
@@ -2096,7 +2067,7 @@ def _sleep(seconds: float) -> None:
     ctl.sleep(t, seconds)
 
 
-_ENGINE = _instrument._ENGINE
+_ENGINE = _instrument.ENGINE
 """interlace's own code: it reads the real clock wherever it runs (a signal handler of its
 own, run in a controlled thread or a controlled loop's thread, measures real time)."""
 
@@ -2106,16 +2077,16 @@ def _virtual(
 ) -> Callable[[], float]:
     """A clock that reads virtual time in controlled threads and ``real`` elsewhere.
 
-    With ``loops``, also in the thread of a running controlled event loop (``_Local.loop``).
+    With ``loops``, also in the thread of a running controlled event loop (``ThreadLocal.loop``).
     """
 
     def now() -> float:
-        t = _local.thread
+        t = thread_local.thread
         if t is not None:
             if not _getframe(1).f_code.co_filename.startswith(_ENGINE):
                 return epoch[0] + t.ctl.now / 1e6
         elif loops:
-            loop = _local.loop
+            loop = thread_local.loop
             if (
                 loop is not None
                 and loop._thread_id is not None
@@ -2133,10 +2104,10 @@ def _virtual_ns(real: Callable[[], int], epoch: list[float]) -> Callable[[], int
     def now_ns() -> int:
         if _getframe(1).f_code.co_filename.startswith(_ENGINE):
             return real()
-        t = _local.thread
+        t = thread_local.thread
         if t is not None:
             return int(epoch[0] * 1e9) + t.ctl.now * 1000
-        loop = _local.loop
+        loop = thread_local.loop
         if loop is not None and loop._thread_id is not None:
             elapsed: float = loop.elapsed()
             return int(epoch[0] * 1e9) + round(elapsed * 1e9)
@@ -2146,12 +2117,12 @@ def _virtual_ns(real: Callable[[], int], epoch: list[float]) -> Callable[[], int
     return now_ns
 
 
-_monotonic = _virtual(_real_monotonic, _EPOCH_MONOTONIC)
-_timeouts_monotonic = _virtual(_real_monotonic, _EPOCH_MONOTONIC, loops=False)
+_monotonic = _virtual(real_monotonic, EPOCH_MONOTONIC)
+_timeouts_monotonic = _virtual(real_monotonic, EPOCH_MONOTONIC, loops=False)
 """The clock of ``threading``'s and ``queue``'s own timeouts: in an event loop's thread that
 is not under control their waits are real, so their deadlines must be too (a deadline on the
 virtual clock, which stands still while the loop's thread waits, would never pass)."""
-_wall = _virtual(_real_time, _EPOCH_WALL)
+_wall = _virtual(real_time, EPOCH_WALL)
 
 
 _calendar_read: list[Any] = [None, 0.0]
@@ -2170,21 +2141,21 @@ def _wall_at(frame: types.FrameType) -> float:
     the same times."""
     if not frame.f_code.co_filename.startswith(_ENGINE):
         owner: Any = None
-        t = _local.thread
+        t = thread_local.thread
         if t is not None:
-            owner, now = t.ctl, _EPOCH_WALL[0] + t.ctl.now / 1e6
+            owner, now = t.ctl, EPOCH_WALL[0] + t.ctl.now / 1e6
         else:
-            loop = _local.loop
+            loop = thread_local.loop
             if loop is not None and loop._thread_id is not None:
                 elapsed: float = loop.elapsed()
-                owner, now = loop, _EPOCH_WALL[0] + elapsed
+                owner, now = loop, EPOCH_WALL[0] + elapsed
         if owner is not None:
             last_owner, last = _calendar_read
             if last_owner is owner and now < last + _CALENDAR_TICK:
                 now = last + _CALENDAR_TICK
             _calendar_read[:] = [owner, now]
             return now
-    return _real_time()
+    return real_time()
 
 
 _CALENDAR = _clock.patches(_wall_at)
@@ -2249,7 +2220,7 @@ _orig_set_exception = concurrent.futures.Future.set_exception
 def _future_set_exception(self: concurrent.futures.Future[Any], exception: Any) -> None:
     """``Future.set_exception``: an executor job of a run raised; note where the threads
     stood (``Controller.raised``)."""
-    t = _local.thread
+    t = thread_local.thread
     if t is not None and isinstance(exception, BaseException):
         ctl = t.ctl
         if ctl.failure is None and not ctl.aborting and len(ctl.raised) < _RAISED_KEPT:
@@ -2294,13 +2265,13 @@ _PATCHES: list[tuple[Any, str, Any]] = [
     (time, "sleep", _sleep),
     *((cls, "select", _controlled_select) for cls in _orig_selects),
     (time, "monotonic", _monotonic),
-    (time, "monotonic_ns", _virtual_ns(time.monotonic_ns, _EPOCH_MONOTONIC)),
-    (time, "perf_counter", _virtual(time.perf_counter, _EPOCH_MONOTONIC)),
-    (time, "perf_counter_ns", _virtual_ns(time.perf_counter_ns, _EPOCH_MONOTONIC)),
+    (time, "monotonic_ns", _virtual_ns(time.monotonic_ns, EPOCH_MONOTONIC)),
+    (time, "perf_counter", _virtual(time.perf_counter, EPOCH_MONOTONIC)),
+    (time, "perf_counter_ns", _virtual_ns(time.perf_counter_ns, EPOCH_MONOTONIC)),
     (time, "time", _wall),
     # ``time.localtime()`` and the others; ``datetime.now()`` and ``date.today()`` in the types.
     *_CALENDAR,
-    (time, "time_ns", _virtual_ns(time.time_ns, _EPOCH_WALL)),
+    (time, "time_ns", _virtual_ns(time.time_ns, EPOCH_WALL)),
     (threading, "_time", _timeouts_monotonic),
     (queue, "time", _timeouts_monotonic),
     # The C SimpleQueue blocks in C; its pure-Python twin waits on a (controlled) Semaphore.
@@ -2323,7 +2294,7 @@ _PATCHES: list[tuple[Any, str, Any]] = [
 # rest of a point).
 
 
-def _site(plan: _instrument.Plan, t: _Thread, offset: int, frame: types.FrameType) -> None:
+def _site(plan: _instrument.Plan, t: ControlledThread, offset: int, frame: types.FrameType) -> None:
     """An instruction of interest in ``t``: a point inside a line, a ``with``, a lock call."""
     if offset in plan.inline:
         ctl = t.ctl
@@ -2340,7 +2311,9 @@ def _site(plan: _instrument.Plan, t: _Thread, offset: int, frame: types.FrameTyp
         _lock_call(t.ctl, t, site, frame)
 
 
-def _with_site(t: _Thread, read: Callable[[types.FrameType], Any], frame: types.FrameType) -> None:
+def _with_site(
+    t: ControlledThread, read: Callable[[types.FrameType], Any], frame: types.FrameType
+) -> None:
     """Just before ``with manager:`` in ``t``: a C lock's acquire must not block for real."""
     try:
         manager = read(frame)
@@ -2360,13 +2333,13 @@ def _with_site(t: _Thread, read: Callable[[types.FrameType], Any], frame: types.
 
 
 def _lock_call(
-    ctl: Controller, t: _Thread, site: _instrument.CallSite, frame: types.FrameType
+    ctl: Controller, t: ControlledThread, site: _instrument.CallSite, frame: types.FrameType
 ) -> None:
     if site.receiver is None:
         return
     try:
         receiver = evaluate(site.receiver, frame)
-        method = _instrument._static_attr(receiver, site.method)
+        method = _instrument.static_attr(receiver, site.method)
     except Unknown:
         return
     lock = getattr(method, "__self__", None)
@@ -2452,7 +2425,7 @@ def _instrument_code(code: types.CodeType) -> None:
             else:
                 _one_liners.add(code)
                 _careful_lines = True
-                if _baton is not None:  # a run is under way (else the next one picks it)
+                if baton is not None:  # a run is under way (else the next one picks it)
                     mon.register_callback(_tool, mon.events.LINE, _mon_line_careful)
         if plan.offsets:
             events |= mon.events.INSTRUCTION
@@ -2477,7 +2450,7 @@ def _mon_start(code: types.CodeType, offset: int) -> Any:
     # exploration is exhausted only if no run noted any), and an event at every call of a
     # library costs about 0.8 us a call on 3.12 (a 200,000-call library loop: 10x uncontrolled
     # with the event kept, 1.6x with it disabled once noted).
-    t = _baton
+    t = baton
     if t is not None and len(t.ctl.threads) > 1 and t.ident == _get_ident():
         t.ctl.uninstrumented.add(module)
         return _DISABLE
@@ -2538,7 +2511,7 @@ def _mon_instruction(code: types.CodeType, offset: int, depth: int = 1) -> Any:
     plan = _plan_of.get(id(code))
     if plan is None or offset not in plan.offsets:
         return _DISABLE
-    t = _baton
+    t = baton
     if t is not None:
         if offset in plan.inline:
             ctl = t.ctl
@@ -2567,7 +2540,7 @@ def _mon_line_careful(code: types.CodeType, line: int) -> Any:
     starts on its def line but goes on to other lines (``_one_liners``) was instrumented."""
     if line == code.co_firstlineno and code in _one_liners:
         return _DISABLE
-    t = _baton
+    t = baton
     if t is not None and t.ident == _get_ident():
         ctl = t.ctl
         ctl.step += 1
@@ -2577,7 +2550,7 @@ def _mon_line_careful(code: types.CodeType, line: int) -> Any:
 
 
 def _mon_line_idle(code: types.CodeType, line: int) -> Any:
-    """The LINE hook between runs: nothing is counted (see ``_line_hooks``)."""
+    """The LINE hook between runs: nothing is counted (see ``line_hooks``)."""
     return None
 
 
@@ -2589,7 +2562,7 @@ def _mon_instruction_idle(code: types.CodeType, offset: int) -> Any:
 
 def _mon_instruction_careful(code: types.CodeType, offset: int) -> Any:
     """``_mon_instruction`` where another thread may run code under test."""
-    t = _baton
+    t = baton
     if t is not None and t.ident != _get_ident():
         plan = _plan_of.get(id(code))
         return _DISABLE if plan is None or offset not in plan.offsets else None
@@ -2600,7 +2573,7 @@ _careful_lines = False
 """Code whose body starts on its def line but goes on to other lines was instrumented."""
 
 
-def _line_hooks(ctl: Controller | None, *, foreign: bool) -> None:
+def line_hooks(ctl: Controller | None, *, foreign: bool) -> None:
     """Pick the schedule-point hooks for this run (3.12+; they count the same points).
 
     A hook on every line of code under test is most of what a schedule point costs, and
@@ -2628,7 +2601,7 @@ def _line_hooks(ctl: Controller | None, *, foreign: bool) -> None:
 
 
 def _trace_call(frame: types.FrameType, event: str, arg: Any) -> Any:
-    t = _baton
+    t = baton
     if t is not None and t.pending is not None:
         # A call before a lazy point (see _trace_local) may reach points of its own: count
         # that point where it is after all.
@@ -2671,7 +2644,7 @@ A plan depends on the bytecode alone, so a code object's tracer is made once a s
 
 def _trace_lines(frame: types.FrameType, event: str, arg: Any) -> Any:
     if event == "line":
-        t = _baton
+        t = baton
         if t is not None:
             ctl = t.ctl
             ctl.step += 1
@@ -2727,7 +2700,7 @@ def _trace_local(plan: _instrument.Plan) -> _Tracer:
                     return None
                 if offset in finals:
                     frame.f_trace_opcodes = False
-                t = _baton
+                t = baton
                 if t is not None:
                     if offset in inline:
                         ctl = t.ctl
@@ -2741,7 +2714,7 @@ def _trace_local(plan: _instrument.Plan) -> _Tracer:
         if lineno not in line_last:  # the usual line: a point at its start only
             # (opcode events are off here: the last point of a line turns them off, and
             # an opcode event on a line without points does if the line was left early)
-            t = _baton
+            t = baton
             if t is not None:
                 ctl = t.ctl
                 ctl.step += 1
@@ -2750,13 +2723,13 @@ def _trace_local(plan: _instrument.Plan) -> _Tracer:
             return None
         last, start, point, name = lines[lineno]
         offset = frame.f_lasti
-        t = _baton
+        t = baton
         if t is not None:
             ctl = t.ctl
             ctl.step += 1
             if ctl.step >= ctl.attention:
                 ctl.attend(t)
-            if start <= offset < point and _baton is t:
+            if start <= offset < point and baton is t:
                 if not name:  # lazy
                     if ctl.step + 1 < ctl.attention:
                         frame.f_trace_opcodes = False
@@ -2784,7 +2757,7 @@ def _trace_local(plan: _instrument.Plan) -> _Tracer:
         # The tracer of a frame from a lazy line on, up to its next event: that event counts
         # the lazy point if the frame is past it (and ``_trace_call`` has not made it an
         # opcode-traced one), then goes as in ``trace``, which the frame gets back.
-        t = _baton
+        t = baton
         if t is not None and t.pending is frame:
             t.pending = None
             if event != "exception" or frame.f_lasti >= t.pending_at:
@@ -2804,9 +2777,9 @@ def _trace_local(plan: _instrument.Plan) -> _Tracer:
     return trace
 
 
-def _probe_on(t: _Thread) -> Any:
+def probe_on(t: ControlledThread) -> Any:
     """In a recorded run, make ``t``'s calls set ``t.checked`` (``Controller.gil_point``);
-    returns the profile function to put back (``_probe_off``)."""
+    returns the profile function to put back (``probe_off``)."""
     previous = sys.getprofile()
     if not t.ctl.record:
         return previous
@@ -2820,7 +2793,7 @@ def _probe_on(t: _Thread) -> Any:
     return previous
 
 
-def _probe_off(t: _Thread, previous: Any) -> None:
+def probe_off(t: ControlledThread, previous: Any) -> None:
     if t.probe is not None:
         t.probe = None
         _set_profile(previous)
@@ -2893,12 +2866,12 @@ def _gil_checks(code: types.CodeType, start: int, end: int) -> bool:
     return index < len(checks) and checks[index] < end
 
 
-def _tracing_on(ctl: Controller) -> None:
+def tracing_on(ctl: Controller) -> None:
     if not _MONITORING:
         sys.settrace(_trace_call)
 
 
-def _tracing_off() -> None:
+def tracing_off() -> None:
     if not _MONITORING:
         sys.settrace(None)
 
@@ -2940,16 +2913,16 @@ def _forget_control_in_child() -> None:
     ``os.fork``): only the forking thread exists and no scheduler does, so its code runs
     uncontrolled, as in a stock process. Before, the child's first schedule point waited
     for a baton no thread could pass, and the parent for the child."""
-    global _baton
+    global baton
     _affinity.forget_in_child()
-    if _local.thread is None and _local.loop is None and _baton is None:
+    if thread_local.thread is None and thread_local.loop is None and baton is None:
         return
-    _local.thread = None
-    _local.loop = None
-    _local.activate = None
-    _baton = None
+    thread_local.thread = None
+    thread_local.loop = None
+    thread_local.activate = None
+    baton = None
     if _MONITORING:
-        _line_hooks(None, foreign=False)  # hooks that count nothing
+        line_hooks(None, foreign=False)  # hooks that count nothing
     else:
         sys.settrace(None)
 
@@ -2960,7 +2933,7 @@ if hasattr(os, "register_at_fork"):  # not on Windows
 
 def _not_unwinding(record: logging.LogRecord) -> bool:
     """Drop a library's log of a thread being unwound (an executor's "Exception in worker")."""
-    return not (record.exc_info and isinstance(record.exc_info[1], _Abort))
+    return not (record.exc_info and isinstance(record.exc_info[1], Abort))
 
 
 _LOGGERS = ("concurrent.futures", "asyncio")
@@ -2975,7 +2948,7 @@ def activate_instrumentation(target: Any) -> None:
 
     A lazy session (an ``async def`` target's) turns them on when its event loop's thread
     first starts a thread, so a run that never does pays nothing for them. On 3.11 the
-    tracer is per thread: ``_tracing_on`` and ``trace_running_frames`` do that part.
+    tracer is per thread: ``tracing_on`` and ``trace_running_frames`` do that part.
     """
     global _watching
     if _watching or not _MONITORING or _tool is None:
@@ -3023,7 +2996,7 @@ def controlled_exploration(
             "explore() called from inside an explored target); run one at a time"
         )
     saved: list[tuple[Any, str, Any]] = []
-    _EPOCH_WALL[0] = float(math.ceil(_real_time()))
+    EPOCH_WALL[0] = float(math.ceil(real_time()))
     try:
         _instrument.set_instrumented(instrument)
         _tracer_of.clear()
@@ -3041,7 +3014,7 @@ def controlled_exploration(
                 )
             mon.register_callback(_tool, mon.events.PY_START, _mon_start)
             _careful_lines = False
-            _line_hooks(None, foreign=False)
+            line_hooks(None, foreign=False)
             if not lazy:
                 activate_instrumentation(target)
         for name in _LOGGERS:
@@ -3073,8 +3046,8 @@ def controlled_exploration(
 
 _GLOBAL_ORIGINALS = {
     id(_real_sleep): (_real_sleep, _sleep),
-    id(_real_monotonic): (_real_monotonic, _monotonic),
-    id(_real_time): (_real_time, _wall),
+    id(real_monotonic): (real_monotonic, _monotonic),
+    id(real_time): (real_time, _wall),
     # ``from time import localtime`` and the calendar's other functions.
     **{
         id(real): (real, virtual)
@@ -3083,9 +3056,9 @@ _GLOBAL_ORIGINALS = {
         for real in (getattr(time, name),)
     },
 }
-if _affinity._real_getaffinity is not None:  # ``from os import sched_getaffinity``
-    _GLOBAL_ORIGINALS[id(_affinity._real_getaffinity)] = (
-        _affinity._real_getaffinity,
+if _affinity.real_getaffinity is not None:  # ``from os import sched_getaffinity``
+    _GLOBAL_ORIGINALS[id(_affinity.real_getaffinity)] = (
+        _affinity.real_getaffinity,
         _affinity.sched_getaffinity,
     )
 
@@ -3115,21 +3088,6 @@ def _patch_user_globals() -> list[tuple[Any, str, Any]]:
 # -- the backend ----------------------------------------------------------------------------------
 
 
-RANDOM_SEED = 0
-"""What ``random`` is seeded with at the start of every run (``seed_run_random``)."""
-
-
-def seed_run_random() -> None:
-    """Start the run's draws from the ``random`` module where every run starts them.
-
-    A program that draws from it (a retry's jittered backoff, a random pick of a worker)
-    makes the same draws in a replay as in the run it replays, so the replay is exact, as
-    Hypothesis seeds ``random`` for each example. The exploration restores the state the
-    caller had (``api._session``).
-    """
-    random.seed(RANDOM_SEED)
-
-
 class ThreadsBackend:
     """Runs a zero-argument function once per schedule with its threads under control."""
 
@@ -3138,16 +3096,15 @@ class ThreadsBackend:
         target: Callable[[], Any],
         settings: Settings,
         *,
-        stall_timeout: float = _STALL_SECONDS,
+        stall_timeout: float = STALL_SECONDS,
     ) -> None:
         self.target = target
         self.settings = settings
         self.stall_timeout = stall_timeout
 
     def run(self, chooser: Chooser, *, record: bool = False) -> RunResult:
-        global _baton
+        global baton
         from interlace.harness import _pools
-        from interlace.harness._asyncio_backend import is_passthrough, refusal
 
         _interrupt.check()
         seed_run_random()
@@ -3157,23 +3114,23 @@ class ThreadsBackend:
             chooser.where = ctl.where
         main = ctl.add("MainThread", None, False)
         main.ident = _get_ident()
-        _line_hooks(ctl, foreign=len(sys._current_frames()) > 1)
+        line_hooks(ctl, foreign=len(sys._current_frames()) > 1)
         ctl.current = main
         end_names = run_thread_names()
         end_hashes = run_ordered_hashes()
         previous_trace = sys.gettrace()
         interrupted: BaseException | None = None
-        _local.thread = main
-        profile = _probe_on(main)
+        thread_local.thread = main
+        profile = probe_on(main)
         pinned = _affinity.pin()
         try:
-            _tracing_on(ctl)
+            tracing_on(ctl)
             try:
                 returned = self.target()
                 if inspect.isawaitable(returned):
                     ctl.error = _returned_awaitable(ctl.target, returned)
                     ctl._abort()
-            except _Abort:
+            except Abort:
                 pass
             except BaseException as exc:
                 if is_passthrough(exc):
@@ -3184,24 +3141,24 @@ class ThreadsBackend:
                         "exception", exc.with_traceback(_user_traceback(exc.__traceback__)), ""
                     )
             finally:
-                _tracing_off()
-                _probe_off(main, profile)
+                tracing_off()
+                probe_off(main, profile)
             if not ctl.aborting:
-                with contextlib.suppress(_Abort):
+                with contextlib.suppress(Abort):
                     ctl.thread_ended(main, None)
-            main.status = _DONE
-            _local.thread = None
+            main.status = DONE
+            thread_local.thread = None
             try:
                 self._wait(ctl)
             except BaseException as exc:  # Ctrl-C while the other threads run
                 interrupted = interrupted or exc
                 ctl._abort()
         finally:
-            _local.thread = None
-            _local.unrestored = ()
-            _unwind(ctl)
-            _baton = None  # the report still reads ctl.current
-            _line_hooks(None, foreign=False)
+            thread_local.thread = None
+            thread_local.unrestored = ()
+            unwind(ctl)
+            baton = None  # the report still reads ctl.current
+            line_hooks(None, foreign=False)
             end_names()
             end_hashes()
             sys.settrace(previous_trace)
@@ -3222,7 +3179,7 @@ class ThreadsBackend:
             if refused is not None:
                 raise refused
             if record and ctl.failed_in is not None and kind == "exception":
-                ctl.close_segment(ctl.failed_in, _raised_at(exception))
+                ctl.close_segment(ctl.failed_in, raised_at(exception))
             if ctl.overtime_note is not None and kind != "hang":
                 kind, detail = "hang", ctl.overtime_detail(kind, exception)
                 exception = None
@@ -3288,7 +3245,7 @@ def wait_for_end(ctl: Controller) -> None:
             ctl._check_stalled(ctl.threads[0], waited)
 
 
-def _unwind(ctl: Controller) -> None:
+def unwind(ctl: Controller) -> None:
     """End every thread still parked, one at a time, and join them: nothing leaks."""
     ctl.aborting = True
     ctl._refresh()
@@ -3296,7 +3253,7 @@ def _unwind(ctl: Controller) -> None:
     stuck = ctl.stuck
     for t in sorted(ctl.threads[1:], key=lambda u: u is stuck):
         thread = t.thread
-        if t.status != _DONE and t.park.locked():
+        if t.status != DONE and t.park.locked():
             ctl.current = t
             t.park.release()
         if thread is not None and _has_started(thread):
@@ -3321,7 +3278,7 @@ def _has_started(thread: threading.Thread) -> bool:
 _START_SECONDS = 1.0
 
 
-def _raised_at(exc: BaseException | None) -> str:
+def raised_at(exc: BaseException | None) -> str:
     if exc is None:
         return ""
     tb = exc.__traceback__

@@ -27,7 +27,8 @@ from interlace.errors import (
 )
 from interlace.harness import _instrument, _interrupt
 from interlace.harness._asyncio_backend import AsyncioBackend, Watchdog
-from interlace.harness._threads import _STALL_SECONDS, ThreadsBackend, controlled_exploration
+from interlace.harness._runtime import STALL_SECONDS as _STALL_SECONDS
+from interlace.harness._threads import ThreadsBackend, controlled_exploration
 
 __all__ = ("explore", "replay")
 
