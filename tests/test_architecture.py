@@ -339,6 +339,49 @@ def test_a_private_name_is_private_to_its_module_and_a_private_module_to_its_pac
     assert not _is_private("__version__")
 
 
+# The harness from the top down (docs/architecture.md): a module imports only modules of the
+# rows below its own.
+HARNESS_LAYERS = (
+    ("cli", "pytest_plugin"),
+    ("api",),
+    ("_asyncio_backend",),
+    ("_mixed",),
+    ("_por",),
+    ("_threads",),
+    ("_pools",),
+    ("_loop",),
+    ("_fault", "_interrupt", "_introspect", "_virtual_clock"),
+    ("_runtime", "_instrument", "_footprint", "_clock", "_affinity", "_kernel"),
+)
+
+
+def layer_violations() -> list[str]:
+    """Every import of a harness module from its own row of HARNESS_LAYERS or a row below."""
+    row = {
+        f"interlace.harness.{name}": index
+        for index, names in enumerate(HARNESS_LAYERS)
+        for name in names
+    }
+    found = []
+    for module, index in row.items():
+        if module not in IMPORTS:
+            continue  # a row naming a module that is gone: the test of the rows says so
+        for target in sorted(IMPORTS[module].edges):
+            if target in row and row[target] <= index:
+                found.append(f"{module} imports {target}, which is not in a row below it")
+    return found
+
+
+def test_every_harness_module_has_a_layer() -> None:
+    placed = {f"interlace.harness.{name}" for names in HARNESS_LAYERS for name in names}
+    modules = {name for name in MODULES if name.startswith("interlace.harness.")}
+    assert modules == placed
+
+
+def test_harness_modules_import_only_the_layers_below_them() -> None:
+    assert layer_violations() == []
+
+
 def test_no_interlace_modules_import_each_other_in_a_cycle() -> None:
     assert import_cycles() == []
 

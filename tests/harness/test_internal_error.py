@@ -19,7 +19,7 @@ import pytest
 
 import interlace
 from interlace.errors import InterlaceError, InternalError
-from interlace.harness import _fault, _instrument, _loop, _threads
+from interlace.harness import _fault, _instrument, _loop, _virtual_clock
 
 SEED = 3
 
@@ -28,7 +28,7 @@ SEED = 3
 def broken_calendar(monkeypatch: pytest.MonkeyPatch) -> None:
     # The calendar's tick, added to a float at the second read of a run: a TypeError raised
     # inside the scheduler's clock, under a stand-in (datetime.now).
-    monkeypatch.setattr(_threads, "_CALENDAR_TICK", "one microsecond")
+    monkeypatch.setattr(_virtual_clock, "_CALENDAR_TICK", "one microsecond")
 
 
 def _two_reads() -> None:

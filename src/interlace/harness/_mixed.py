@@ -145,8 +145,8 @@ class MixedRun:
         self.loop.mixed_capable = True
         _runtime.thread_local.activate = self.activate
         _runtime.thread_local.loop = self.loop  # the clocks of the time module read its clock
-        self._end_names = _threads.run_thread_names()
-        self._end_hashes = _threads.run_ordered_hashes()
+        self._end_names = _runtime.run_thread_names()
+        self._end_hashes = _runtime.run_ordered_hashes()
 
     def activate(self) -> None:
         """Put the loop's thread under a thread scheduler, from its next schedule point."""

@@ -4,8 +4,9 @@ It owns the signals a run ends with (``Abort``, the thread states ``RUNNABLE``/`
 ``DONE``), the real clocks captured before any patch (``real_monotonic``...), where the virtual
 clocks start (``EPOCH_MONOTONIC``, ``EPOCH_WALL``), the stall limit and the sentences its
 reports end with, the per-thread record of which run a thread belongs to (``thread_local``),
-the per-run seeding of ``random``, and how an exception that ends a run is classified (a
-pass-through such as Ctrl-C, or interlace's refusal of an operation).
+the per-run seeding of ``random``, the numbering of threads' names and hashes in each run's
+own order, and how an exception that ends a run is classified (a pass-through such as
+Ctrl-C, or interlace's refusal of an operation).
 
 It may import the standard library, ``interlace.errors`` and nothing else of interlace: the
 thread backend (``_threads``), the controlled loop (``_loop``), the mixed backend
@@ -16,6 +17,8 @@ all import it, so an import of any of them from here would be a cycle
 
 from __future__ import annotations
 
+import concurrent.futures
+import itertools
 import math
 import random
 import sys
@@ -46,6 +49,8 @@ __all__ = (
     "real_monotonic",
     "real_time",
     "refusal",
+    "run_ordered_hashes",
+    "run_thread_names",
     "seed_run_random",
     "stall_timeout_advice",
     "thread_local",
@@ -127,6 +132,78 @@ def seed_run_random() -> None:
     caller had (``api._session``).
     """
     random.seed(RANDOM_SEED)
+
+
+# -- hashes and thread names in a run's own order -------------------------------------------------
+
+_hashes: Callable[[], int] | None = None
+"""While a run is under way, the next hash in the run's own creation order."""
+
+
+def _run_ordered_hash(self: object) -> int:
+    """The hash of a thread or an executor's future, fixed the first time it is asked for.
+
+    ``object.__hash__`` comes from the object's address, which changes from process to
+    process: a set of them (``ThreadPoolExecutor`` joins its workers out of one at shutdown,
+    ``concurrent.futures.as_completed`` yields out of one) would iterate in a different order
+    in each process, and the same seed would give a different schedule. Objects first hashed
+    during a run take the next number of that run instead, as the controlled loop's tasks do.
+    """
+    try:
+        return self.__dict__["_il_hash"]  # type: ignore[no-any-return]
+    except KeyError:
+        pass
+    hashes = _hashes
+    value = hashes() if hashes is not None else object.__hash__(self)
+    self.__dict__["_il_hash"] = value
+    return value
+
+
+def run_thread_names() -> Callable[[], None]:
+    """Number default thread names (``Thread-3``, ``ThreadPoolExecutor-0_1``) per run, from
+    process-wide counters, so a schedule names its threads the same way every time, in
+    every process; returns what puts the process's counters back."""
+    executors = concurrent.futures.ThreadPoolExecutor
+    saved = threading._counter, executors._counter  # type: ignore[attr-defined]
+    threading._counter = itertools.count(1).__next__  # type: ignore[attr-defined]
+    executors._counter = itertools.count().__next__  # type: ignore[attr-defined]
+
+    def end() -> None:
+        threading._counter, executors._counter = saved  # type: ignore[attr-defined]
+
+    return end
+
+
+def run_ordered_hashes() -> Callable[[], None]:
+    """Start a run's hash numbering; the returned function ends it."""
+    global _hashes
+    _install_hashes()
+    previous = _hashes
+    _hashes = itertools.count(_HASH_BASE).__next__
+
+    def end() -> None:
+        global _hashes
+        _hashes = previous
+
+    return end
+
+
+_HASH_BASE = 1 << 32
+"""Above the small ints most programs put in sets, so the numbers seldom collide with them."""
+
+_HASHED_CLASSES = (threading.Thread, concurrent.futures.Future)
+
+
+def _install_hashes() -> None:
+    """Give the classes the run-ordered hash, for good: a hash must never change over an
+    object's life, and threads and futures outlive the exploration that made them (in
+    ``threading._dangling``, an executor's ``_threads_queues``)."""
+    for cls in _HASHED_CLASSES:
+        if cls.__dict__.get("__hash__") is not _run_ordered_hash:
+            cls.__hash__ = _run_ordered_hash  # type: ignore[method-assign]
+
+
+# -- how an exception ends a run ------------------------------------------------------------------
 
 
 def is_passthrough(exc: BaseException) -> bool:

@@ -19,6 +19,16 @@ The model (docs/harness.md has the long form):
 * Nothing can run and no timeout is pending: a deadlock, reported as a wait-for graph.
 """
 
+# Why one module of about 3,100 lines (issue 34 splits it further): the schedule-point hooks
+# read the baton holder as this module's global ``baton`` (a module attribute or a
+# ``threading.local`` costs more than the rest of a point), the ``Controller`` assigns it, and
+# ``_called_from_user_code`` skips the frames of this file (``_PRIMITIVE_FILES``), so the
+# hooks, the controller and the patched primitives move out only together with those two
+# facts. What every backend shares is in ``_runtime``, the virtual clocks in
+# ``_virtual_clock``. This module may call ``_runtime``, ``_virtual_clock``, ``_instrument``,
+# ``_introspect``, ``_pools`` and the other modules below it in docs/architecture.md, never
+# the loop or the asyncio backend.
+
 from __future__ import annotations
 
 import _thread
@@ -28,7 +38,6 @@ import concurrent.futures
 import contextlib
 import dis
 import inspect
-import itertools
 import logging
 import math
 import os
@@ -46,7 +55,16 @@ from interlace._core.result import RunResult, StepRecord
 from interlace._core.schedule import READY, Decision, Settings
 from interlace._core.strategy import Chooser
 from interlace.errors import UnsupportedOperationError
-from interlace.harness import _affinity, _clock, _fault, _instrument, _interrupt, _kernel
+from interlace.harness import (
+    _affinity,
+    _clock,
+    _fault,
+    _instrument,
+    _interrupt,
+    _kernel,
+    _runtime,
+    _virtual_clock,
+)
 from interlace.harness._runtime import (
     BLOCKED,
     DONE,
@@ -1407,7 +1425,9 @@ def _describe_wait(waiting: tuple[str, Any]) -> str:
 
 # -- the patched world ---------------------------------------------------------------------------
 
-_PRIMITIVE_FILES = frozenset({threading.__file__, queue.__file__, __file__})
+_PRIMITIVE_FILES = frozenset(
+    {threading.__file__, queue.__file__, __file__, _virtual_clock.__file__}
+)
 _orig_start = threading.Thread.start
 _orig_join = threading.Thread.join
 _orig_is_alive = threading.Thread.is_alive
@@ -2067,152 +2087,7 @@ def _sleep(seconds: float) -> None:
     ctl.sleep(t, seconds)
 
 
-_ENGINE = _instrument.ENGINE
-"""interlace's own code: it reads the real clock wherever it runs (a signal handler of its
-own, run in a controlled thread or a controlled loop's thread, measures real time)."""
-
-
-def _virtual(
-    real: Callable[[], float], epoch: list[float], *, loops: bool = True
-) -> Callable[[], float]:
-    """A clock that reads virtual time in controlled threads and ``real`` elsewhere.
-
-    With ``loops``, also in the thread of a running controlled event loop (``ThreadLocal.loop``).
-    """
-
-    def now() -> float:
-        t = thread_local.thread
-        if t is not None:
-            if not _getframe(1).f_code.co_filename.startswith(_ENGINE):
-                return epoch[0] + t.ctl.now / 1e6
-        elif loops:
-            loop = thread_local.loop
-            if (
-                loop is not None
-                and loop._thread_id is not None
-                and not _getframe(1).f_code.co_filename.startswith(_ENGINE)
-            ):
-                elapsed: float = loop.elapsed()
-                return epoch[0] + elapsed
-        return real()
-
-    now.__name__ = now.__qualname__ = real.__name__
-    return now
-
-
-def _virtual_ns(real: Callable[[], int], epoch: list[float]) -> Callable[[], int]:
-    def now_ns() -> int:
-        if _getframe(1).f_code.co_filename.startswith(_ENGINE):
-            return real()
-        t = thread_local.thread
-        if t is not None:
-            return int(epoch[0] * 1e9) + t.ctl.now * 1000
-        loop = thread_local.loop
-        if loop is not None and loop._thread_id is not None:
-            elapsed: float = loop.elapsed()
-            return int(epoch[0] * 1e9) + round(elapsed * 1e9)
-        return real()
-
-    now_ns.__name__ = now_ns.__qualname__ = real.__name__
-    return now_ns
-
-
-_monotonic = _virtual(real_monotonic, EPOCH_MONOTONIC)
-_timeouts_monotonic = _virtual(real_monotonic, EPOCH_MONOTONIC, loops=False)
-"""The clock of ``threading``'s and ``queue``'s own timeouts: in an event loop's thread that
-is not under control their waits are real, so their deadlines must be too (a deadline on the
-virtual clock, which stands still while the loop's thread waits, would never pass)."""
-_wall = _virtual(real_time, EPOCH_WALL)
-
-
-_calendar_read: list[Any] = [None, 0.0]
-"""The run (its controller or loop) that last read the calendar, and the time it read."""
-_CALENDAR_TICK = 1e-6
-"""How far the calendar moves between two reads at one virtual instant (its resolution)."""
-
-
-def _wall_at(frame: types.FrameType) -> float:
-    """``_wall`` as code in ``frame`` reads it: the calendar's clock (``_clock``).
-
-    Within a run, each read is at least a microsecond after the one before (``datetime``'s
-    resolution): the virtual clock stands still within a step, so code that spins until
-    ``datetime.now()`` passes a timestamp would spin forever, where on a stock interpreter
-    the computing between two reads takes that long at least. Per run, so every run reads
-    the same times."""
-    if not frame.f_code.co_filename.startswith(_ENGINE):
-        owner: Any = None
-        t = thread_local.thread
-        if t is not None:
-            owner, now = t.ctl, EPOCH_WALL[0] + t.ctl.now / 1e6
-        else:
-            loop = thread_local.loop
-            if loop is not None and loop._thread_id is not None:
-                elapsed: float = loop.elapsed()
-                owner, now = loop, EPOCH_WALL[0] + elapsed
-        if owner is not None:
-            last_owner, last = _calendar_read
-            if last_owner is owner and now < last + _CALENDAR_TICK:
-                now = last + _CALENDAR_TICK
-            _calendar_read[:] = [owner, now]
-            return now
-    return real_time()
-
-
-_CALENDAR = _clock.patches(_wall_at)
-
-# -- hashes in creation order ------------------------------------------------------------------
-
-_hashes: Callable[[], int] | None = None
-"""While a run is under way, the next hash in the run's own creation order."""
-
-
-def _run_ordered_hash(self: object) -> int:
-    """The hash of a thread or an executor's future, fixed the first time it is asked for.
-
-    ``object.__hash__`` comes from the object's address, which changes from process to
-    process: a set of them (``ThreadPoolExecutor`` joins its workers out of one at shutdown,
-    ``concurrent.futures.as_completed`` yields out of one) would iterate in a different order
-    in each process, and the same seed would give a different schedule. Objects first hashed
-    during a run take the next number of that run instead, as the controlled loop's tasks do.
-    """
-    try:
-        return self.__dict__["_il_hash"]  # type: ignore[no-any-return]
-    except KeyError:
-        pass
-    hashes = _hashes
-    value = hashes() if hashes is not None else object.__hash__(self)
-    self.__dict__["_il_hash"] = value
-    return value
-
-
-def run_thread_names() -> Callable[[], None]:
-    """Number default thread names (``Thread-3``, ``ThreadPoolExecutor-0_1``) per run, from
-    process-wide counters, so a schedule names its threads the same way every time, in
-    every process; returns what puts the process's counters back."""
-    executors = concurrent.futures.ThreadPoolExecutor
-    saved = threading._counter, executors._counter  # type: ignore[attr-defined]
-    threading._counter = itertools.count(1).__next__  # type: ignore[attr-defined]
-    executors._counter = itertools.count().__next__  # type: ignore[attr-defined]
-
-    def end() -> None:
-        threading._counter, executors._counter = saved  # type: ignore[attr-defined]
-
-    return end
-
-
-def run_ordered_hashes() -> Callable[[], None]:
-    """Start a run's hash numbering; the returned function ends it."""
-    global _hashes
-    _install_hashes()
-    previous = _hashes
-    _hashes = itertools.count(_HASH_BASE).__next__
-
-    def end() -> None:
-        global _hashes
-        _hashes = previous
-
-    return end
-
+# -- an executor job's exception ---------------------------------------------------------------
 
 _orig_set_exception = concurrent.futures.Future.set_exception
 
@@ -2232,21 +2107,6 @@ _RAISED_KEPT = 16
 """How many jobs' exceptions a run notes (a failure is most often the first)."""
 
 
-_HASH_BASE = 1 << 32
-"""Above the small ints most programs put in sets, so the numbers seldom collide with them."""
-
-_HASHED_CLASSES = (threading.Thread, concurrent.futures.Future)
-
-
-def _install_hashes() -> None:
-    """Give the classes the run-ordered hash, for good: a hash must never change over an
-    object's life, and threads and futures outlive the exploration that made them (in
-    ``threading._dangling``, an executor's ``_threads_queues``)."""
-    for cls in _HASHED_CLASSES:
-        if cls.__dict__.get("__hash__") is not _run_ordered_hash:
-            cls.__hash__ = _run_ordered_hash  # type: ignore[method-assign]
-
-
 _PATCHES: list[tuple[Any, str, Any]] = [
     (threading.Thread, "start", _start),
     *_THREAD_STARTS,
@@ -2264,16 +2124,16 @@ _PATCHES: list[tuple[Any, str, Any]] = [
     (threading.BoundedSemaphore, "release", _bsem_release),
     (time, "sleep", _sleep),
     *((cls, "select", _controlled_select) for cls in _orig_selects),
-    (time, "monotonic", _monotonic),
-    (time, "monotonic_ns", _virtual_ns(time.monotonic_ns, EPOCH_MONOTONIC)),
-    (time, "perf_counter", _virtual(time.perf_counter, EPOCH_MONOTONIC)),
-    (time, "perf_counter_ns", _virtual_ns(time.perf_counter_ns, EPOCH_MONOTONIC)),
-    (time, "time", _wall),
+    (time, "monotonic", _virtual_clock.monotonic),
+    (time, "monotonic_ns", _virtual_clock.virtual_ns(time.monotonic_ns, EPOCH_MONOTONIC)),
+    (time, "perf_counter", _virtual_clock.virtual(time.perf_counter, EPOCH_MONOTONIC)),
+    (time, "perf_counter_ns", _virtual_clock.virtual_ns(time.perf_counter_ns, EPOCH_MONOTONIC)),
+    (time, "time", _virtual_clock.wall),
     # ``time.localtime()`` and the others; ``datetime.now()`` and ``date.today()`` in the types.
-    *_CALENDAR,
-    (time, "time_ns", _virtual_ns(time.time_ns, EPOCH_WALL)),
-    (threading, "_time", _timeouts_monotonic),
-    (queue, "time", _timeouts_monotonic),
+    *_virtual_clock.CALENDAR,
+    (time, "time_ns", _virtual_clock.virtual_ns(time.time_ns, EPOCH_WALL)),
+    (threading, "_time", _virtual_clock.timeouts_monotonic),
+    (queue, "time", _virtual_clock.timeouts_monotonic),
     # The C SimpleQueue blocks in C; its pure-Python twin waits on a (controlled) Semaphore.
     # Executors (asyncio.to_thread's among them) create theirs through this name.
     (queue, "SimpleQueue", queue._PySimpleQueue),  # type: ignore[attr-defined]
@@ -3046,12 +2906,12 @@ def controlled_exploration(
 
 _GLOBAL_ORIGINALS = {
     id(_real_sleep): (_real_sleep, _sleep),
-    id(real_monotonic): (real_monotonic, _monotonic),
-    id(real_time): (real_time, _wall),
+    id(real_monotonic): (real_monotonic, _virtual_clock.monotonic),
+    id(real_time): (real_time, _virtual_clock.wall),
     # ``from time import localtime`` and the calendar's other functions.
     **{
         id(real): (real, virtual)
-        for owner, name, virtual in _CALENDAR
+        for owner, name, virtual in _virtual_clock.CALENDAR
         if owner is time
         for real in (getattr(time, name),)
     },
@@ -3116,8 +2976,8 @@ class ThreadsBackend:
         main.ident = _get_ident()
         line_hooks(ctl, foreign=len(sys._current_frames()) > 1)
         ctl.current = main
-        end_names = run_thread_names()
-        end_hashes = run_ordered_hashes()
+        end_names = _runtime.run_thread_names()
+        end_hashes = _runtime.run_ordered_hashes()
         previous_trace = sys.gettrace()
         interrupted: BaseException | None = None
         thread_local.thread = main
