@@ -68,7 +68,9 @@ def run_chromium(tmp_path: Path, *arguments: str) -> subprocess.CompletedProcess
 
 @functools.cache
 def failure_of(name: str) -> Failure:
-    exploration = interlace.explore(getattr(html_targets, name), max_schedules=300, seed=1)
+    exploration = interlace.explore(
+        getattr(html_targets, name), max_schedules=300, seed=1, keep_unshrunk=True
+    )
     assert exploration.failure is not None, name
     return exploration.failure
 

@@ -38,7 +38,9 @@ TARGETS = (
 
 @functools.cache
 def failure_of(name: str) -> Failure:
-    exploration = interlace.explore(getattr(html_targets, name), max_schedules=300, seed=1)
+    exploration = interlace.explore(
+        getattr(html_targets, name), max_schedules=300, seed=1, keep_unshrunk=True
+    )
     assert exploration.failure is not None, name
     return exploration.failure
 
@@ -199,6 +201,14 @@ def test_the_schedule_as_first_found_is_kept_when_shrinking_changed_it() -> None
     assert [row["n"] for row in unshrunk["rows"]] == [s.step for s in failure.unshrunk]
 
 
+def test_without_keep_unshrunk_the_schedule_as_first_found_is_not_recorded() -> None:
+    exploration = interlace.explore(html_targets.thread_lost_update, max_schedules=300, seed=1)
+    assert exploration.failure is not None
+    assert exploration.failure.schedule == failure_of("thread_lost_update").schedule
+    assert exploration.failure.unshrunk == ()
+    assert report_data(exploration.failure)["schedules"]["unshrunk"] is None
+
+
 def test_a_failure_that_shrinking_did_not_change_has_no_second_schedule() -> None:
     failure = failure_of("async_lost_update")
     assert failure.deviations == 0
@@ -261,7 +271,9 @@ def test_explore_html_writes_the_report_and_says_where(
     assert code == cli.EXIT_FINDINGS
     err = capsys.readouterr().err
     assert f"interlace explore: {cli.MSG_HTML_WRITTEN.format(path=path)}" in err.splitlines()
-    assert data_of(path.read_text(encoding="utf-8"))["title"] == spec
+    data = data_of(path.read_text(encoding="utf-8"))
+    assert data["title"] == spec
+    assert data["schedules"]["unshrunk"] is not None, "--html keeps the schedule first found"
 
 
 def test_explore_html_in_a_missing_directory_is_refused_before_exploring(

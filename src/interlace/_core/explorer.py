@@ -762,9 +762,11 @@ def explore_backend(
     max_seconds: float | None = None,
     progress: Callable[[int, int], None] | None = None,
     unfold: bool = False,
+    keep_unshrunk: bool = False,
 ) -> Exploration:
     """Run schedules until one fails, the budget is spent or the bounded space is exhausted
-    (``unfold``: the failure's report shows every recorded step)."""
+    (``unfold``: the failure's report shows every recorded step; ``keep_unshrunk``: the
+    failure also has the recorded steps of the schedule first found, ``Failure.unshrunk``)."""
     started = time.monotonic()
     schedules = 0
     failure: Failure | None = None
@@ -791,7 +793,14 @@ def explore_backend(
             if max_seconds is not None:
                 seconds = min(seconds, max(0.0, max_seconds - (time.monotonic() - started)))
             best, _ = shrink(backend, result, max_seconds=seconds)
-            failure = make_failure(backend, best, result.steps, hints, unfold=unfold, found=result)
+            failure = make_failure(
+                backend,
+                best,
+                result.steps,
+                hints,
+                unfold=unfold,
+                found=result if keep_unshrunk else None,
+            )
             break
     # Opaque steps (executor jobs, real threads) hide interleavings inside them, so a
     # search that ran any cannot claim to have covered the bounded space.

@@ -63,7 +63,8 @@
       return b;
     });
     if (!data.schedules.unshrunk && data.shrunk_from > data.steps) {
-      box.appendChild(el("span", "", "(the schedule as first found was not recorded)"));
+      box.appendChild(el("span", "", "(the schedule as first found was not recorded: " +
+        "explore(..., keep_unshrunk=True) records it, as --html and --interlace-html do)"));
     }
   }
 

@@ -144,8 +144,9 @@ class Failure:
         deviations: non-stock decisions in the shrunk schedule.
         schedule: the recorded steps of the shrunk schedule.
         detail: for deadlocks and hangs, what every task was doing.
-        unshrunk: the recorded steps of the schedule as first found, when shrinking
-            changed it (empty otherwise, and for a replay).
+        unshrunk: the recorded steps of the schedule as first found, when
+            ``explore(..., keep_unshrunk=True)`` asked for them and shrinking changed it
+            (empty otherwise, and for a replay).
     """
 
     kind: FailureKind

@@ -656,6 +656,7 @@ def run_explore(
             hints=_hints(target, instrument),
             instrument=instrument,
             unfold=args.unfold,
+            keep_unshrunk=getattr(args, "html", None) is not None,
             **options,
         )
     except (UsageError, InterlaceError) as exc:

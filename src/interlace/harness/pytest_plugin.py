@@ -974,7 +974,12 @@ class _Runner:
             self._record(item, True, line, failure)
             self._fail(failure, header, self._html(item, failure))
         try:
-            exploration = explore(scenario, hints=hints, **settings)  # type: ignore[arg-type]
+            exploration = explore(
+                scenario,
+                hints=hints,
+                keep_unshrunk=self.html_dir is not None,
+                **settings,  # type: ignore[arg-type]
+            )
         except InterlaceError as exc:
             problem = MSG_HARNESS_ERROR.format(nodeid=nodeid, error=exc)
         if problem:
@@ -1084,7 +1089,12 @@ class _Runner:
                         return
                     schedules = 1
                 else:
-                    exploration = explore(scenario, hints=hints, **settings)  # type: ignore[arg-type]
+                    exploration = explore(
+                        scenario,
+                        hints=hints,
+                        keep_unshrunk=self.html_dir is not None,
+                        **settings,  # type: ignore[arg-type]
+                    )
                     failure, schedules = exploration.failure, exploration.schedules
             except InterlaceError as exc:
                 problem = MSG_HARNESS_ERROR.format(nodeid=nodeid, error=exc)
