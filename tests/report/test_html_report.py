@@ -367,3 +367,18 @@ def test_interlace_html_naming_a_file_is_a_usage_error(pytester: pytest.Pytester
             )
         ]
     )
+
+
+def test_a_report_that_cannot_be_written_is_said_in_place_of_its_path(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_bank=FAILING_TEST)
+    name = pytest_plugin.html_file_name("test_bank.py::test_deadlock")
+    blocked = pytester.path / "reports" / name
+    blocked.mkdir(parents=True)  # a directory where the file would go
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--interlace-html=reports")
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(
+        [f"interlace: cannot write the HTML report to {blocked}: *; give --interlace-html *"]
+    )
+    assert blocked.is_dir()
