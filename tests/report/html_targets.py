@@ -96,3 +96,15 @@ async def hostile_names() -> None:
         raise ValueError("<b>bold</b> & </script><img src=x onerror=alert(1)>")
 
     await asyncio.create_task(worker(), name="</script><script>alert(1)</script>")
+
+
+async def async_hang() -> None:
+    """A consumer that never gets its item: the run is still going after its step budget."""
+    ready = asyncio.Event()
+
+    async def spin() -> None:
+        # A spin-wait on purpose: the hang the report draws.
+        while not ready.is_set():  # noqa: ASYNC110
+            await asyncio.sleep(0)
+
+    await spin()

@@ -96,6 +96,12 @@
       box.appendChild(head);
     });
     var row = 2;
+    // A long run keeps only its last steps (the text report says so too).
+    if (schedule.rows.length && schedule.rows[0].n > 1) {
+      var earlier = el("div", "gap", "\u2026 steps 1-" + (schedule.rows[0].n - 1) + " were not recorded \u2026");
+      earlier.style.gridRow = String(row++);
+      box.appendChild(earlier);
+    }
     schedule.rows.forEach(function (r, index) {
       if (schedule.omitted && index === schedule.omitted_after) {
         var gap = el("div", "gap", "\u2026 " + schedule.omitted + " steps not shown \u2026");
