@@ -190,10 +190,50 @@ class NotLinearizableError(AssertionError):
     Attributes:
         scenario: the failing :class:`Scenario` (None on the error raised inside a run).
         token: the failing schedule's replay token ("" on the error raised inside a run).
+        failure: the failing schedule (None on the error raised inside a run).
     """
 
     scenario: Scenario | None = None
     token: str = ""
+    failure: interlace.Failure | None = None
+    _results: dict[str, str] | None = None
+
+    def to_html(self, *, title: str = "") -> str:
+        """The failing schedule as a self-contained HTML swimlane report, the scenario's
+        branches as columns above the lanes, each call with what it returned.
+
+        Args:
+            title: the page's heading (the machine's name when empty).
+
+        Raises:
+            ValueError: the error was raised inside a run and has no schedule yet.
+        """
+        if self.failure is None or self.scenario is None:
+            raise ValueError(
+                "this NotLinearizableError was raised inside one run and has no failing "
+                "schedule to draw; call to_html() on the error check_scenario raises"
+            )
+        scenario, results = self.scenario, self._results
+
+        def cell(call: Call) -> str:
+            text = f"{call.label} {call}"
+            return f"{text} -> {results[call.label]}" if results and call.label in results else text
+
+        columns = _Columns(
+            prefix=tuple(cell(call) for call in scenario.prefix),
+            branches=tuple(tuple(cell(call) for call in branch) for branch in scenario.branches),
+            suffix=tuple(cell(call) for call in scenario.suffix),
+        )
+        return self.failure.to_html(title=title, scenario=columns)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Columns:
+    """A scenario as the HTML report's header shows it: each call as text, with its result."""
+
+    prefix: tuple[str, ...]
+    branches: tuple[tuple[str, ...], ...]
+    suffix: tuple[str, ...]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -1008,11 +1048,14 @@ class ConcurrentStateMachine:
         exception = failure.exception
         if isinstance(exception, NotLinearizableError):
             results = getattr(exception, "_interlace_results", {})
-            columns = scenario.columns(_explained_results(scenario, results))
+            explained = _explained_results(scenario, results)
+            columns = scenario.columns(explained)
             why = getattr(exception, "_interlace_why", _MSG_NO_LINEARIZATION)
             error = NotLinearizableError(f"{head}\n\n{columns}\n\n{why}\n\n{report}")
             error.scenario = scenario
             error.token = failure.token
+            error.failure = failure
+            error._results = explained
             raise error
         if exception is not None:
             exception.add_note(f"{head}\n\n{scenario.columns()}\n\n{report}")

@@ -480,9 +480,14 @@ def make_failure(
     *,
     recorded: RunResult | None = None,
     unfold: bool = False,
+    found: RunResult | None = None,
 ) -> Failure:
     """Record the schedule once more, step by step, and build the public ``Failure``
-    (``unfold``: its report shows every recorded step, see :func:`format_report`)."""
+    (``unfold``: its report shows every recorded step, see :func:`format_report`).
+
+    ``found`` is the failing run as first found, before shrinking: when its decisions differ
+    from ``best``'s it is recorded too, for ``Failure.unshrunk`` (the HTML report shows it).
+    """
     if recorded is None:
         recorded = backend.run(ReplayChooser(best.decisions, strict=True), record=True)
         if not recorded.same_failure(best):  # a nondeterministic target: keep what we had
@@ -509,7 +514,21 @@ def make_failure(
         deviations=len(best.decisions),
         schedule=recorded.trace,
         detail=recorded.detail or best.detail,
+        unshrunk=_record_found(backend, found, best),
     )
+
+
+def _record_found(
+    backend: Backend, found: RunResult | None, best: RunResult
+) -> tuple[StepRecord, ...]:
+    """The recorded steps of the run first found, if shrinking changed it and it replays
+    the same failure (a nondeterministic target may not: then nothing, not another run)."""
+    if found is None or tuple(found.decisions) == tuple(best.decisions):
+        return ()
+    again = backend.run(ReplayChooser(found.decisions, strict=True), record=True)
+    if again.divergence is not None or not again.same_failure(found):
+        return ()
+    return again.trace
 
 
 _GIL_MOVES = 3
@@ -743,9 +762,11 @@ def explore_backend(
     max_seconds: float | None = None,
     progress: Callable[[int, int], None] | None = None,
     unfold: bool = False,
+    keep_unshrunk: bool = False,
 ) -> Exploration:
     """Run schedules until one fails, the budget is spent or the bounded space is exhausted
-    (``unfold``: the failure's report shows every recorded step)."""
+    (``unfold``: the failure's report shows every recorded step; ``keep_unshrunk``: the
+    failure also has the recorded steps of the schedule first found, ``Failure.unshrunk``)."""
     started = time.monotonic()
     schedules = 0
     failure: Failure | None = None
@@ -772,7 +793,14 @@ def explore_backend(
             if max_seconds is not None:
                 seconds = min(seconds, max(0.0, max_seconds - (time.monotonic() - started)))
             best, _ = shrink(backend, result, max_seconds=seconds)
-            failure = make_failure(backend, best, result.steps, hints, unfold=unfold)
+            failure = make_failure(
+                backend,
+                best,
+                result.steps,
+                hints,
+                unfold=unfold,
+                found=result if keep_unshrunk else None,
+            )
             break
     # Opaque steps (executor jobs, real threads) hide interleavings inside them, so a
     # search that ran any cannot claim to have covered the bounded space.

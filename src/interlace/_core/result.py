@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 from interlace._core.schedule import Decision
 
 if TYPE_CHECKING:
+    from interlace._core.html_report import ScenarioColumns
     from interlace._core.strategy import Chooser
 
 __all__ = ("Exploration", "Failure", "FailureKind", "RunModel", "RunResult", "StepRecord")
@@ -143,6 +144,9 @@ class Failure:
         deviations: non-stock decisions in the shrunk schedule.
         schedule: the recorded steps of the shrunk schedule.
         detail: for deadlocks and hangs, what every task was doing.
+        unshrunk: the recorded steps of the schedule as first found, when
+            ``explore(..., keep_unshrunk=True)`` asked for them and shrinking changed it
+            (empty otherwise, and for a replay).
     """
 
     kind: FailureKind
@@ -155,9 +159,24 @@ class Failure:
     deviations: int
     schedule: tuple[StepRecord, ...] = field(repr=False, default=())
     detail: str = ""
+    unshrunk: tuple[StepRecord, ...] = field(repr=False, default=())
 
     def __str__(self) -> str:
         return self.report
+
+    def to_html(self, *, title: str = "", scenario: ScenarioColumns | None = None) -> str:
+        """The failure as a self-contained HTML swimlane report (docs/report.md).
+
+        Args:
+            title: what failed, as the page's heading (a test's node id, a target).
+            scenario: a concurrent state machine's scenario, shown as columns above the lanes.
+
+        Returns:
+            The page (inline CSS and JS, no network); write it with ``encoding="utf-8"``.
+        """
+        from interlace._core.html_report import render_html
+
+        return render_html(self, title=title, scenario=scenario)
 
 
 @dataclass(frozen=True)

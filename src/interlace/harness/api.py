@@ -411,6 +411,7 @@ def explore(
     instrument: Sequence[str] = (),
     unfold: bool = False,
     jitter: float | None = None,
+    keep_unshrunk: bool = False,
 ) -> Exploration:
     """Run ``target`` under many schedules and return the first failure, shrunk.
 
@@ -466,6 +467,9 @@ def explore(
             four or more identical steps, read as one line each. Not part of the schedule:
             a token replays the same whatever it is.
         jitter: removed: raises ``ConfigError`` naming ``max_stall``, which replaced it.
+        keep_unshrunk: also record the failing schedule as first found, before shrinking,
+            in ``Failure.unshrunk`` (the HTML report shows it a click away): one more run of
+            the target, made only when shrinking changed the schedule.
 
     Returns:
         The :class:`~interlace.Exploration`: ``failure`` is None when every schedule passed;
@@ -505,6 +509,7 @@ def explore(
     stall_timeout = _check_timeout("stall_timeout", stall_timeout, source)
     instrumented = _check_instrument(instrument, source)
     unfold = _check_flag("unfold", unfold, source)
+    keep_unshrunk = _check_flag("keep_unshrunk", keep_unshrunk, source)
     if seed is None:
         seed = random.SystemRandom().randrange(2**32)
     settings = Settings(
@@ -524,6 +529,7 @@ def explore(
             max_seconds=max_seconds,
             progress=progress,
             unfold=unfold,
+            keep_unshrunk=keep_unshrunk,
         )
     if exploration.failure is None or (hints is not None and hints.pytest):
         # The pytest plugin adds the notes itself, naming the test's fixtures, where its

@@ -62,6 +62,15 @@ MSG_EXPLORE_OPAQUE = "{summary}; {opaque}"
 MSG_REPLAY_FAILED = "the schedule still fails: {kind} ({steps})"
 MSG_REPLAY_PASSED = "the schedule no longer fails: {spec} ran to completion under it"
 MSG_PROGRESS = "\r{prefix}: {done}/{total} schedules"
+MSG_HTML_WRITTEN = "HTML report written to {path}"
+MSG_HTML_NOT_WRITTEN = "no failure, so no HTML report was written to {path}"
+MSG_HTML_NO_DIR = (
+    "--html {path!r}: the directory {directory!r} does not exist; create it or give a path "
+    "in an existing directory"
+)
+MSG_HTML_WRITE_FAILED = (
+    "cannot write the HTML report to {path!r}: {error}; give --html a path you can write"
+)
 # Where a value came from, named as the pytest plugin names it (SOURCE_COMMAND_LINE there).
 SOURCE_COMMAND_LINE = "the command line"
 
@@ -103,6 +112,11 @@ _UNFOLD_HELP = (
     "show every recorded step of the failing schedule on a line of its own (by default four "
     "or more steps in a row that start and stop in library code the program did not call, "
     "and four or more identical steps, read as one line each)"
+)
+_HTML_HELP = (
+    "also write the failure as a self-contained HTML swimlane report to PATH (a lane per "
+    "task or thread, the deviations marked, source on click; docs/report.md); nothing is "
+    "written when no schedule fails"
 )
 _FORMAT_HELP = (
     "text (default): the report on stdout; json: one JSON object on stdout with the keys "
@@ -300,6 +314,7 @@ def add_explore_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument("--unfold", action="store_true", help=_UNFOLD_HELP)
     parser.add_argument("--format", choices=("text", "json"), default="text", help=_FORMAT_HELP)
+    parser.add_argument("--html", metavar="PATH", default=None, help=_HTML_HELP)
     parser.set_defaults(run=run_explore)
     return parser
 
@@ -343,6 +358,7 @@ def add_replay_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="text (default): the report on stdout; json: one JSON object on stdout with "
         "the keys target, token, error, failure (error is null unless the exit status is 2)",
     )
+    parser.add_argument("--html", metavar="PATH", default=None, help=_HTML_HELP)
     parser.set_defaults(run=run_replay)
     return parser
 
@@ -569,6 +585,33 @@ def _write_report(failure: Failure, out: TextIO) -> None:
         out.write("\n" + _user_traceback(failure.exception))
 
 
+def _check_html_path(path: str | None) -> None:
+    """Refuse an ``--html`` path in a directory that does not exist, before exploring."""
+    if path is None:
+        return
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise UsageError(MSG_HTML_NO_DIR.format(path=path, directory=directory))
+
+
+def _write_html(
+    path: str | None, failure: Failure | None, title: str, prefix: str, err: TextIO
+) -> bool:
+    """Write ``--html``'s report (a line on stderr says where); False if it cannot be."""
+    if path is None:
+        return True
+    if failure is None:
+        print(f"{prefix}: " + MSG_HTML_NOT_WRITTEN.format(path=path), file=err)
+        return True
+    try:
+        Path(path).write_text(failure.to_html(title=title), encoding="utf-8")
+    except OSError as exc:
+        print(f"{prefix}: error: " + MSG_HTML_WRITE_FAILED.format(path=path, error=exc), file=err)
+        return False
+    print(f"{prefix}: " + MSG_HTML_WRITTEN.format(path=path), file=err)
+    return True
+
+
 def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
@@ -601,6 +644,7 @@ def run_explore(
             options[name] = getattr(args, name)
     progress = Progress(err, prefix)
     try:
+        _check_html_path(getattr(args, "html", None))
         instrument = _instrument(args.instrument)
         target = resolve_target(args.target)
         exploration = explore(
@@ -612,6 +656,7 @@ def run_explore(
             hints=_hints(target, instrument),
             instrument=instrument,
             unfold=args.unfold,
+            keep_unshrunk=getattr(args, "html", None) is not None,
             **options,
         )
     except (UsageError, InterlaceError) as exc:
@@ -663,6 +708,8 @@ def run_explore(
             if note:
                 summary = MSG_EXPLORE_OPAQUE.format(summary=summary, opaque=note)
     print(f"{prefix}: {summary}", file=err)
+    if not _write_html(getattr(args, "html", None), failure, target.spec, prefix, err):
+        return EXIT_ERROR
     return EXIT_FINDINGS if failure is not None else EXIT_CLEAN
 
 
@@ -680,6 +727,7 @@ def run_replay(
     if args.stall_timeout is not None:
         options["stall_timeout"] = args.stall_timeout
     try:
+        _check_html_path(getattr(args, "html", None))
         instrument = _instrument(args.instrument)
         target = resolve_target(args.target)
         failure = replay(
@@ -714,7 +762,10 @@ def run_replay(
             ),
             file=err,
         )
+        if not _write_html(getattr(args, "html", None), failure, target.spec, prefix, err):
+            return EXIT_ERROR
         return EXIT_FINDINGS
+    _write_html(getattr(args, "html", None), None, target.spec, prefix, err)
     passed = MSG_REPLAY_PASSED.format(spec=target.spec)
     cause = explain_replay_pass(args.token)
     print(f"{prefix}: {passed}" + (f". {cause}" if cause else ""), file=err)

@@ -37,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import os
+import re
 import shlex
 from collections.abc import Callable, Coroutine, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -158,6 +159,16 @@ MSG_GIVEN_REPLAY = (
     "the failing example first when its database has it."
 )
 SECTION = "interlace"
+MSG_HTML_WRITTEN = "interlace: HTML report of this failing schedule: {path}"
+MSG_HTML_FAILED = (
+    "interlace: cannot write the HTML report to {path}: {error}; give --interlace-html "
+    "(or INTERLACE_HTML, or the ini key interlace_html) a directory you can write"
+)
+MSG_HTML_NOT_DIR = (
+    "interlace: {setting}={value!r} (from {source}) is not a directory: it names the "
+    "directory where each failing test's HTML report goes; give a directory (it is created "
+    "when missing)"
+)
 
 # knob -> (kind, minimum, example); kinds: "whole", "number" (>= minimum), "timeout"
 # (> minimum), "strategy", "modules", "flag" (True or False).
@@ -454,6 +465,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="replay exactly this schedule (a token from a failure report) for the selected "
         "marked tests instead of exploring; a schedule that no longer fails passes",
     )
+    group.addoption(
+        "--interlace-html",
+        dest="interlace_html",
+        metavar="DIR",
+        default=None,
+        help="write each failing marked test's schedule as a self-contained HTML swimlane "
+        "report into DIR (created when missing), one file named after the test's node id; the "
+        "failure report gives its path. Env: INTERLACE_HTML; ini: interlace_html",
+    )
+    parser.addini(
+        "interlace_html",
+        "interlace: the directory for the HTML reports of failing marked tests",
+        default="",
+    )
     parser.addini(
         _ini("max_schedules"), "interlace: the most schedules per marked test", default=""
     )
@@ -502,7 +527,40 @@ def pytest_configure(config: pytest.Config) -> None:
     if not config.pluginmanager.has_plugin(RUNNER_NAME):
         # Registered now, after every entry-point plugin: among tryfirst pytest_pyfunc_call
         # hooks the last registered runs first, so anyio's (also tryfirst) comes after ours.
-        config.pluginmanager.register(_Runner(settings, token, replay_option), RUNNER_NAME)
+        runner = _Runner(settings, token, replay_option, html_dir=_html_dir(config))
+        config.pluginmanager.register(runner, RUNNER_NAME)
+
+
+def _html_dir(config: pytest.Config) -> Path | None:
+    """Where the HTML reports go: ``--interlace-html`` > ``INTERLACE_HTML`` > the ini key
+    ``interlace_html`` (relative to the invocation directory, or to the ini file's)."""
+    invocation = Path(config.invocation_params.dir)
+    ini_dir = config.inipath.parent if config.inipath is not None else config.rootpath
+    candidates = [
+        ("--interlace-html", config.getoption("interlace_html"), SOURCE_COMMAND_LINE, invocation),
+        ("INTERLACE_HTML", os.environ.get("INTERLACE_HTML"), SOURCE_ENVIRONMENT, invocation),
+        ("interlace_html", config.getini("interlace_html"), SOURCE_INI, ini_dir),
+    ]
+    for setting, value, source, base in candidates:
+        if not isinstance(value, str) or not value.strip():
+            continue
+        path = base / value.strip()
+        if path.exists() and not path.is_dir():
+            raise pytest.UsageError(
+                MSG_HTML_NOT_DIR.format(setting=setting, value=value, source=source)
+            )
+        return path
+    return None
+
+
+def html_file_name(nodeid: str) -> str:
+    """The HTML report's file name for a test: its node id with every character that is not
+    a letter, digit, ``.``, ``-`` or ``_`` made ``_`` (shortened when long), and a checksum
+    of the whole node id, so two tests never share a file."""
+    import zlib
+
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", nodeid).strip("._") or "test"
+    return f"{stem[:120]}-{zlib.crc32(nodeid.encode()):08x}.html"
 
 
 _settings_key = pytest.StashKey[dict[str, object]]()
@@ -720,6 +778,7 @@ class _Runner:
         replay_option: the ``--interlace-instrument`` option the pytest replay line repeats.
         lines: (always shown, text) per test, for the terminal summary.
         replayed: how many tests replayed the token.
+        html_dir: where each failing test's HTML report goes (``--interlace-html``), or None.
     """
 
     settings: dict[str, object]
@@ -727,6 +786,7 @@ class _Runner:
     replay_option: str = ""
     lines: list[tuple[bool, str]] = field(default_factory=list)
     replayed: int = 0
+    html_dir: Path | None = None
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
@@ -912,9 +972,14 @@ class _Runner:
             )
             line = MSG_REPLAY_FAILED.format(nodeid=nodeid, kind=failure.kind)
             self._record(item, True, line, failure)
-            self._fail(failure, header, [])
+            self._fail(failure, header, self._html(item, failure))
         try:
-            exploration = explore(scenario, hints=hints, **settings)  # type: ignore[arg-type]
+            exploration = explore(
+                scenario,
+                hints=hints,
+                keep_unshrunk=self.html_dir is not None,
+                **settings,  # type: ignore[arg-type]
+            )
         except InterlaceError as exc:
             problem = MSG_HARNESS_ERROR.format(nodeid=nodeid, error=exc)
         if problem:
@@ -946,7 +1011,7 @@ class _Runner:
                 strategy=str(settings.get("strategy", "auto")),
                 fixtures=tuple(arguments),
             )
-            self._fail(failure, header, notes)
+            self._fail(failure, header, [*notes, *self._html(item, failure)])
 
     def _run_given(self, item: pytest.Function, guard: _OutcomeGuard) -> None:
         """A ``@given`` test: Hypothesis runs as usual, outside the explorer, and each example
@@ -1024,7 +1089,12 @@ class _Runner:
                         return
                     schedules = 1
                 else:
-                    exploration = explore(scenario, hints=hints, **settings)  # type: ignore[arg-type]
+                    exploration = explore(
+                        scenario,
+                        hints=hints,
+                        keep_unshrunk=self.html_dir is not None,
+                        **settings,  # type: ignore[arg-type]
+                    )
                     failure, schedules = exploration.failure, exploration.schedules
             except InterlaceError as exc:
                 problem = MSG_HARNESS_ERROR.format(nodeid=nodeid, error=exc)
@@ -1047,6 +1117,7 @@ class _Runner:
                 strategy=str(settings.get("strategy", "auto")),
                 fixtures=tuple(arguments),
             )
+            notes.extend(self._html(item, failure))
             if failure.kind == "exception" and failure.exception is not None:
                 for note in notes:
                     failure.exception.add_note(note)
@@ -1094,6 +1165,19 @@ class _Runner:
             # The failure itself is the user's exception, so the numbered schedule goes here.
             text += "\n\n" + failure.report
         item.add_report_section("call", SECTION, text)
+
+    def _html(self, item: pytest.Item, failure: Failure) -> list[str]:
+        """Write the failure's HTML report when ``--interlace-html`` asks; the note that
+        says where (or why it could not be written), for the failure report."""
+        if self.html_dir is None:
+            return []
+        path = self.html_dir / html_file_name(item.nodeid)
+        try:
+            self.html_dir.mkdir(parents=True, exist_ok=True)
+            path.write_text(failure.to_html(title=item.nodeid), encoding="utf-8")
+        except OSError as exc:
+            return [MSG_HTML_FAILED.format(path=path, error=exc)]
+        return [MSG_HTML_WRITTEN.format(path=path)]
 
     @staticmethod
     def _fail(failure: Failure, header: str, notes: list[str]) -> None:
