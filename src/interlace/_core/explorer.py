@@ -789,6 +789,7 @@ def explore_backend(
         opaque=opaque,
         space=describe_space(strategy, backend.settings) if exhausted else "",
         uninstrumented=tuple(sorted(uninstrumented)),
+        failure_index=schedules - 1 if failure is not None else None,
     )
 
 
