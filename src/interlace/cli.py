@@ -55,6 +55,10 @@ def _build_parser() -> argparse.ArgumentParser:
     harness_cli.add_explore_parser(sub)
     harness_cli.add_replay_parser(sub)
 
+    from interlace.harness import _shards
+
+    _shards.add_merge_parser(sub)
+
     from interlace.linters import cli as lint_cli
 
     lint_cli.add_parser(sub)

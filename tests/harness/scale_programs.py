@@ -135,3 +135,17 @@ async def ordered_finish() -> None:
 
     await asyncio.gather(task(0), task(1), task(2))
     assert sorted(done) == [0, 1, 2], done
+
+
+async def reversed_five() -> None:
+    """Fails only when five tasks, each yielding a few times, finish in reverse order: a
+    random walk needs hundreds of schedules (the benchmark's time to first failure)."""
+    done: list[int] = []
+
+    async def task(number: int) -> None:
+        for _ in range(3):
+            await asyncio.sleep(0)
+        done.append(number)
+
+    await asyncio.gather(*(task(n) for n in range(5)))
+    assert done != [4, 3, 2, 1, 0], done

@@ -293,6 +293,9 @@ def explore_split(
     exhausted = (
         strategy.exhausted and failure is None and not split.opaque and not split.uninstrumented
     )
+    space = describe_space(strategy, backend.settings) if exhausted else ""
+    if space and shard is not None:
+        space = f"shard {shard[0]}/{shard[1]}'s part of {space}"
     return Exploration(
         failure=failure,
         schedules=split.schedules,
@@ -301,7 +304,7 @@ def explore_split(
         seed=seed,
         elapsed=time.monotonic() - split.started,
         opaque=split.opaque,
-        space=describe_space(strategy, backend.settings) if exhausted else "",
+        space=space,
         uninstrumented=tuple(sorted(split.uninstrumented)),
         failure_index=failing[0] if failing is not None else None,
         shard=shard,

@@ -46,6 +46,8 @@ MSG_JITTER_RENAMED = (
     "due within it may also fire out of deadline order)"
 )
 DEFAULT_STALL_TIMEOUT = _STALL_SECONDS
+SHARD_SEED = 0
+"""The seed of a sharded exploration given none: every shard must explore the same space."""
 
 # Notes for a failure whose cause is not the schedule it reports, one text for explore(), the
 # command line and the pytest plugin (``explain``): {where} and {subject} name what
@@ -508,13 +510,16 @@ def explore(
             qualified name, so it must be defined at the top level of an importable module.
             The failure reported (its token, ``failure_index``), ``schedules`` and
             ``exhausted`` are the same for every number of workers: the failure at the
-            lowest schedule index, shrunk in this process. Under workers, ``"exhaustive"``
-            runs without partial-order reduction (its runs' models stay in the workers), so
-            it may run more schedules to cover the same space.
+            lowest schedule index, shrunk in this process. Under workers or a shard,
+            ``"exhaustive"`` runs without partial-order reduction (its runs' models stay in
+            the workers), so it may run more schedules to cover the same space than one
+            process does where reduction works (3.12+): the token and ``exhausted`` are
+            the same, ``schedules`` and ``failure_index`` (counted in runs) may not be.
         shard: ``(K, N)``: run only the K-th of N disjoint parts of the schedule space (the
             schedules whose index is K - 1 modulo N, and the bounded search's schedules
-            below its bound, which every part needs). ``interlace merge`` combines the
-            shards' results; see docs/scaling.md.
+            below its bound, which every part needs). Without a ``seed`` every shard uses
+            ``SHARD_SEED`` (0). ``interlace merge`` combines the shards' results; see
+            docs/scaling.md.
         worker_target: ``MODULE:QUALNAME`` of the function the workers import and run in
             place of ``target``, when ``target`` is a wrapper of it that adds nothing to a
             run (the pytest plugin's).
@@ -561,7 +566,8 @@ def explore(
     if shard is not None:
         shard = check_shard(shard, source)
     if seed is None:
-        seed = random.SystemRandom().randrange(2**32)
+        # Shards split one space, which the seed picks: without one they agree on this.
+        seed = SHARD_SEED if shard is not None else random.SystemRandom().randrange(2**32)
     settings = Settings(
         backend=_backend_name(target),
         stall_us=round(max_stall * 1e6),
