@@ -344,6 +344,7 @@ def test_a_private_name_is_private_to_its_module_and_a_private_module_to_its_pac
 HARNESS_LAYERS = (
     ("cli", "pytest_plugin"),
     ("api",),
+    ("_workers", "_shards"),
     ("_asyncio_backend",),
     ("_mixed",),
     ("_por",),

@@ -12,13 +12,13 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-__all__ = ("jobs_argument", "pool_context", "process_pool", "result")
+__all__ = ("jobs_argument", "kill", "pool_context", "process_pool", "result")
 
 _T = TypeVar("_T")
 
@@ -118,16 +118,44 @@ def _die_of_sigterm(previous: Any) -> None:
     os.kill(os.getpid(), signal.SIGTERM)
 
 
+def _init_then(initializer: Callable[..., None], *args: Any) -> None:
+    _init_worker()
+    initializer(*args)
+
+
+def kill(pool: ProcessPoolExecutor) -> None:
+    """End ``pool``'s workers now, whatever they are running, and wait until they are gone."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    for process in processes:
+        process.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.join(5)
+
+
 @contextmanager
 def process_pool(
-    workers: int, context: multiprocessing.context.BaseContext | None = None
+    workers: int,
+    context: multiprocessing.context.BaseContext | None = None,
+    *,
+    initializer: Callable[..., None] | None = None,
+    initargs: tuple[Any, ...] = (),
 ) -> Iterator[ProcessPoolExecutor]:
     """A process pool whose workers are killed, not waited for, when the parent is interrupted
     (Ctrl-C, or SIGTERM, which then ends the process, as it would have without the pool,
-    once the workers are gone instead of leaving them orphaned)."""
-    pool = ProcessPoolExecutor(
-        max_workers=workers, mp_context=context or pool_context(), initializer=_init_worker
-    )
+    once the workers are gone instead of leaving them orphaned). ``initializer(*initargs)``
+    runs in each worker after it has left interrupts to the parent."""
+    if initializer is None:
+        pool = ProcessPoolExecutor(
+            max_workers=workers, mp_context=context or pool_context(), initializer=_init_worker
+        )
+    else:
+        pool = ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=context or pool_context(),
+            initializer=_init_then,
+            initargs=(initializer, *initargs),
+        )
     previous = previous_int = None
     _received.clear()
     if threading.current_thread() is threading.main_thread():
@@ -138,12 +166,7 @@ def process_pool(
     try:
         yield pool
     except BaseException:
-        processes = list((getattr(pool, "_processes", None) or {}).values())
-        for process in processes:
-            process.terminate()
-        pool.shutdown(wait=False, cancel_futures=True)
-        for process in processes:
-            process.join(5)
+        kill(pool)
         if previous is not None and signal.SIGTERM in _received:
             _die_of_sigterm(previous)
         raise

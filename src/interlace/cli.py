@@ -54,6 +54,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
     harness_cli.add_explore_parser(sub)
     harness_cli.add_replay_parser(sub)
+    harness_cli.add_merge_parser(sub)
 
     from interlace.linters import cli as lint_cli
 

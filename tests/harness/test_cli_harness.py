@@ -297,6 +297,9 @@ def test_explore_json_is_one_object_with_the_documented_keys(
         "strategy",
         "seed",
         "elapsed",
+        "failure_index",
+        "shard",
+        "workers",
     }
     assert payload["target"] == target
     assert (payload["error"], payload["opaque"]) == (None, False)
@@ -927,6 +930,9 @@ def test_explore_json_for_a_plain_function(
         "strategy",
         "seed",
         "elapsed",
+        "failure_index",
+        "shard",
+        "workers",
     }
     assert (payload["target"], payload["seed"]) == (target, 3)
     if failure is None:

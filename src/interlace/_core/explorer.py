@@ -34,6 +34,7 @@ from interlace._core.schedule import (
     TIMER,
     Decision,
     Settings,
+    address_order_text,
     encode_token,
 )
 from interlace._core.strategy import (
@@ -59,7 +60,7 @@ __all__ = (
 )
 
 _SHRINK_RUNS = 400
-_SHRINK_SECONDS = 20.0
+SHRINK_SECONDS = 20.0
 
 
 class Backend(Protocol):
@@ -119,12 +120,6 @@ def label_for(
     if any(d.kind == ADDRESS for d in decisions):
         needs.append(NEED_ADDRESS)
     return " and ".join(needs[:1] + [n.removeprefix("needs ") for n in needs[1:]])
-
-
-def address_order_text(order: int) -> str:
-    """How a report names address order ``order`` (the harness's ``address_hash``)."""
-    which = "about reverse creation order" if order == 1 else f"address order #{order}"
-    return f"tasks and futures hashed in {which} (as their addresses may be on a stock run)"
 
 
 def stall_text(microseconds: int) -> str:
@@ -270,7 +265,7 @@ def shrink(
     found: RunResult,
     *,
     max_runs: int = _SHRINK_RUNS,
-    max_seconds: float = _SHRINK_SECONDS,
+    max_seconds: float = SHRINK_SECONDS,
 ) -> tuple[RunResult, int]:
     """Shrink a failing run to the fewest deviations from stock order, then the fewest steps.
 
@@ -789,7 +784,7 @@ def explore_backend(
             progress(schedules, max_schedules)
         if result.kind is not None:
             # Shrinking spends what is left of the budget (at most its own bound).
-            seconds = _SHRINK_SECONDS
+            seconds = SHRINK_SECONDS
             if max_seconds is not None:
                 seconds = min(seconds, max(0.0, max_seconds - (time.monotonic() - started)))
             best, _ = shrink(backend, result, max_seconds=seconds)
@@ -817,6 +812,7 @@ def explore_backend(
         opaque=opaque,
         space=describe_space(strategy, backend.settings) if exhausted else "",
         uninstrumented=tuple(sorted(uninstrumented)),
+        failure_index=schedules - 1 if failure is not None else None,
     )
 
 

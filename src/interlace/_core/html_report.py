@@ -26,7 +26,15 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from interlace._core.schedule import ADDRESS, READY, STALL, THREAD, TIMER, decode_token
+from interlace._core.schedule import (
+    ADDRESS,
+    READY,
+    STALL,
+    THREAD,
+    TIMER,
+    address_order_text,
+    decode_token,
+)
 from interlace.errors import InterlaceError
 
 if TYPE_CHECKING:
@@ -137,8 +145,6 @@ def report_data(
 
 def _decision_marks(token: str) -> tuple[dict[int, str], list[str]]:
     """Each deviating step's kind of mark, and the address orders chosen before step 1."""
-    from interlace._core.explorer import address_order_text
-
     try:
         _, decisions = decode_token(token)
     except InterlaceError:

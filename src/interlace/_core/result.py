@@ -201,6 +201,12 @@ class Exploration:
             points while another thread could have preempted it, sorted. The interleavings
             inside that code were not explored, and ``exhausted`` is False; naming the
             modules in ``instrument`` explores them.
+        failure_index: the failing schedule's index in the exploration's order of
+            schedules (0 is the first), the same whatever ``workers`` or ``shard``; None
+            without a failure.
+        shard: ``(K, N)`` when the exploration ran only the K-th of N parts of its schedule
+            space (``explore(..., shard=...)``), else None.
+        workers: how many processes ran schedules (1: only this one).
     """
 
     failure: Failure | None
@@ -212,3 +218,6 @@ class Exploration:
     opaque: bool = False
     space: str = ""
     uninstrumented: tuple[str, ...] = ()
+    failure_index: int | None = None
+    shard: tuple[int, int] | None = None
+    workers: int = 1

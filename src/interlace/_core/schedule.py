@@ -310,3 +310,9 @@ def _damaged(token: str, problem: str) -> str:
         f"replay token {token!r} is damaged: {problem}. Copy the whole token, on one line, "
         "from the failure report"
     )
+
+
+def address_order_text(order: int) -> str:
+    """How a report names address order ``order`` (the harness's ``address_hash``)."""
+    which = "about reverse creation order" if order == 1 else f"address order #{order}"
+    return f"tasks and futures hashed in {which} (as their addresses may be on a stock run)"

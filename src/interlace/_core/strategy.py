@@ -22,6 +22,7 @@ from interlace._core.result import RunModel, RunResult
 from interlace._core.schedule import ADDRESS, READY, STALL, THREAD, TIMER, Decision
 
 __all__ = (
+    "RUN_STATE",
     "STRATEGIES",
     "AnchoredChooser",
     "Chooser",
@@ -373,6 +374,9 @@ class _PCTChooser(Chooser):
 
     def __init__(self, rng: random.Random, depth: int, expected_steps: int) -> None:
         self._rng = rng
+        self.expected_steps = expected_steps
+        self.bits = 0
+        """The seed of ``rng`` (a strategy makes the same chooser again from it)."""
         self._priority = _Priorities(rng)
         self._lookup = self.rank = self._priority.__getitem__
         self._change_points = {rng.randrange(1, max(2, expected_steps)) for _ in range(depth - 1)}
@@ -420,6 +424,9 @@ class _SparseDelayChooser(Chooser):
 
     def __init__(self, rng: random.Random, mean_gap: float) -> None:
         self._rng = rng
+        self.bits = 0
+        """The seed of ``rng`` (a strategy makes the same chooser again from it)."""
+        self.expected_steps = 0
         self._p = 1.0 / max(1.0, mean_gap)
         self.consult_at = self._gap()
 
@@ -480,6 +487,8 @@ class _DFSChooser(Chooser):
         """True if the run went on past ``max_points`` schedule points without recording them."""
         self.address_point: int | None = None
         """The index in ``points`` of the run's address-order choice, if it had one."""
+        self.waiting = 0
+        """How many schedules the search had pending once this one was taken."""
 
     def _next(self, options: int) -> int:
         index = len(self.points)
@@ -551,6 +560,32 @@ class Strategy:
     def describe(self) -> str:
         return self.name
 
+    # Several processes (``explore(..., workers=N)``) run the choosers of one strategy, each
+    # told of its run through ``finished`` in the order they were made, not the order the
+    # runs end. These four keep the schedules the same as in one process.
+
+    def ready(self) -> bool:
+        """Whether :meth:`next_chooser` would make the chooser one process makes, with the
+        runs of the choosers made so far not yet ``finished`` (True: it does not depend on
+        them)."""
+        return True
+
+    def reissue(self, chooser: Chooser) -> Chooser | None:
+        """Called, with every earlier chooser finished, before ``chooser``'s run is: the
+        chooser one process would have made for it now if it differs (its run must be run
+        again with that one), else None. ``chooser`` carries its run's state
+        (``RUN_STATE``)."""
+        return None
+
+    def required(self, chooser: Chooser) -> bool:
+        """Whether ``chooser``'s run is needed to make later choosers (a shard then runs it
+        even when it is not in the shard's part)."""
+        return False
+
+    def skipped(self, chooser: Chooser) -> None:
+        """``chooser`` was not run (another shard's part): forget it, in place of
+        :meth:`finished`."""
+
 
 class RandomWalkStrategy(Strategy):
     """Seeded uniform random walk: every option at every schedule point equally likely."""
@@ -575,11 +610,21 @@ class PCTStrategy(Strategy):
         self._expected_steps = 50
 
     def next_chooser(self) -> Chooser:
-        rng = random.Random(self._rng.getrandbits(64))
-        return _PCTChooser(rng, self.depth, self._expected_steps)
+        return self._chooser(self._rng.getrandbits(64))
+
+    def _chooser(self, bits: int) -> Chooser:
+        chooser = _PCTChooser(random.Random(bits), self.depth, self._expected_steps)
+        chooser.bits = bits
+        return chooser
 
     def finished(self, chooser: Chooser, steps: int, result: RunResult | None = None) -> None:
         self._expected_steps = max(self._expected_steps, steps)
+
+    def reissue(self, chooser: Chooser) -> Chooser | None:
+        assert isinstance(chooser, _PCTChooser)
+        if chooser.expected_steps == self._expected_steps:
+            return None
+        return self._chooser(chooser.bits)
 
     def describe(self) -> str:
         return f"pct(depth={self.depth})"
@@ -596,11 +641,23 @@ class SparseDelayStrategy(Strategy):
         self._expected_steps = 50
 
     def next_chooser(self) -> Chooser:
-        rng = random.Random(self._rng.getrandbits(64))
-        return _SparseDelayChooser(rng, self._expected_steps / self._per_run)
+        return self._chooser(self._rng.getrandbits(64))
+
+    def _chooser(self, bits: int) -> Chooser:
+        rng = random.Random(bits)
+        chooser = _SparseDelayChooser(rng, self._expected_steps / self._per_run)
+        chooser.bits = bits
+        chooser.expected_steps = self._expected_steps
+        return chooser
 
     def finished(self, chooser: Chooser, steps: int, result: RunResult | None = None) -> None:
         self._expected_steps = max(self._expected_steps, steps)
+
+    def reissue(self, chooser: Chooser) -> Chooser | None:
+        assert isinstance(chooser, _SparseDelayChooser)
+        if chooser.expected_steps == self._expected_steps:
+            return None
+        return self._chooser(chooser.bits)
 
 
 _PREDICTIONS_PER_RUN = 20
@@ -672,8 +729,17 @@ class ExhaustiveStrategy(Strategy):
         self._started = False
         self._level = 0
         self._recent: collections.deque[RunModel] = collections.deque(maxlen=_RECENT_MODELS)
+        self._open = 0
+        """Choosers made and not yet finished or skipped."""
 
     def next_chooser(self) -> Chooser | None:
+        chooser = self._next_chooser()
+        if chooser is not None:
+            self._open += 1
+            chooser.waiting = len(self._pending)
+        return chooser
+
+    def _next_chooser(self) -> _DFSChooser | None:
         if not self._started:
             self._started = True
             return _DFSChooser((), self._max_points(), wants_model=self.reduce and self.bound > 0)
@@ -697,6 +763,35 @@ class ExhaustiveStrategy(Strategy):
             wants_model = self._reducing() and self._level < self.bound
             return _DFSChooser(prefix, self._max_points(), wants_model=wants_model)
 
+    def ready(self) -> bool:
+        # Within a level the pending schedules are known; the next level, and whether there
+        # is one, only once every schedule of this one has finished.
+        return not self._started or bool(self._pending) or self._open == 0
+
+    def reissue(self, chooser: Chooser) -> Chooser | None:
+        assert isinstance(chooser, _DFSChooser)
+        # The point limit one process would have given it (``_max_points``): the same
+        # pending schedules, and the children of every schedule finished before it.
+        limit = max(self._max_points(chooser.waiting), len(chooser._prefix))
+        if limit == chooser.max_points:
+            return None
+        if not chooser.truncated and len(chooser.points) < limit:
+            return None  # the run never reached either limit: it ran the same
+        again = _DFSChooser(chooser._prefix, limit, wants_model=chooser.wants_model)
+        again.waiting = chooser.waiting
+        return again
+
+    def required(self, chooser: Chooser) -> bool:
+        # Schedules below the bound have children, made from their runs' schedule points.
+        assert isinstance(chooser, _DFSChooser)
+        return sum(1 for choice in chooser._prefix if choice) < self.bound
+
+    def skipped(self, chooser: Chooser) -> None:
+        self._open -= 1
+        # Its points are unknown: whether the bound left schedules out is too, so the search
+        # never counts as complete (it may still be exhausted).
+        self._bounded = True
+
     def _reducing(self) -> bool:
         if not self.reduce or self.predicted >= self._max_predictions:
             return False
@@ -718,12 +813,12 @@ class ExhaustiveStrategy(Strategy):
                 return chooser, candidate
         return None
 
-    def _max_points(self) -> int:
+    def _max_points(self, pending: int | None = None) -> int:
         # Schedule points beyond this would only add children the budget can never visit.
         if self._budget == NEVER:
             return NEVER
         capacity = self._budget + (self._max_predictions if self.reduce else 0)
-        waiting = len(self._pending) + len(self._next_level)
+        waiting = (len(self._pending) if pending is None else pending) + len(self._next_level)
         return max(1, capacity - waiting)
 
     @property
@@ -739,6 +834,7 @@ class ExhaustiveStrategy(Strategy):
         return self.exhausted and not self._bounded and not self.orders_left
 
     def finished(self, chooser: Chooser, steps: int, result: RunResult | None = None) -> None:
+        self._open -= 1
         if (
             isinstance(chooser, _DFSChooser)
             and not chooser.prefix_taken
@@ -817,9 +913,31 @@ class PortfolioStrategy(Strategy):
     def finished(self, chooser: Chooser, steps: int, result: RunResult | None = None) -> None:
         self._owner.pop(id(chooser)).finished(chooser, steps, result)
 
+    def ready(self) -> bool:
+        # Which member's chooser comes next depends on whether the exhaustive one has any.
+        return all(member.ready() for member in self.members)
+
+    def reissue(self, chooser: Chooser) -> Chooser | None:
+        member = self._owner[id(chooser)]
+        again = member.reissue(chooser)
+        if again is not None:
+            del self._owner[id(chooser)]
+            self._owner[id(again)] = member
+        return again
+
+    def required(self, chooser: Chooser) -> bool:
+        return self._owner[id(chooser)].required(chooser)
+
+    def skipped(self, chooser: Chooser) -> None:
+        self._owner.pop(id(chooser)).skipped(chooser)
+
     def describe(self) -> str:
         return "auto(" + ", ".join(m.describe() for m in self.members) + ")"
 
+
+RUN_STATE = ("points", "prefix_taken", "truncated", "address_point")
+"""The attributes a run sets on its chooser that ``Strategy.finished`` and
+``Strategy.reissue`` read: what a worker process sends back of the chooser it ran."""
 
 STRATEGIES = ("auto", "random", "pct", "delay", "exhaustive")
 """The names accepted by ``explore(strategy=...)``."""

@@ -20,9 +20,16 @@ import weakref
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
-from interlace._core.explorer import address_order_text
 from interlace._core.result import RunResult, StepRecord
-from interlace._core.schedule import ADDRESS, READY, STALL, THREAD, Decision, Settings
+from interlace._core.schedule import (
+    ADDRESS,
+    READY,
+    STALL,
+    THREAD,
+    Decision,
+    Settings,
+    address_order_text,
+)
 from interlace._core.strategy import Chooser
 from interlace.errors import UnsupportedOperationError
 from interlace.harness import (

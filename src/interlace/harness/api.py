@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import inspect
 import math
+import os
 import random
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from interlace._core.explorer import Backend, ReplayHints, explore_backend, make_failure
 from interlace._core.result import Exploration, Failure
 from interlace._core.schedule import Settings, decode_token
+from interlace._core.split import explore_split
 from interlace._core.strategy import (
     STRATEGIES,
     ReplayChooser,
@@ -25,7 +29,7 @@ from interlace.errors import (
     ReplayDivergedError,
     UnsupportedOperationError,
 )
-from interlace.harness import _instrument, _interrupt
+from interlace.harness import _instrument, _interrupt, _workers
 from interlace.harness._asyncio_backend import AsyncioBackend, Watchdog
 from interlace.harness._runtime import STALL_SECONDS as _STALL_SECONDS
 from interlace.harness._threads import ThreadsBackend, controlled_exploration
@@ -43,6 +47,8 @@ MSG_JITTER_RENAMED = (
     "due within it may also fire out of deadline order)"
 )
 DEFAULT_STALL_TIMEOUT = _STALL_SECONDS
+SHARD_SEED = 0
+"""The seed of a sharded exploration given none: every shard must explore the same space."""
 
 # Notes for a failure whose cause is not the schedule it reports, one text for explore(), the
 # command line and the pytest plugin (``explain``): {where} and {subject} name what
@@ -130,6 +136,36 @@ def _check_timeout(name: str, value: object, source: str) -> float:
             f"e.g. {name}=60"
         )
     return float(value)
+
+
+MSG_BAD_SHARD = (
+    "shard={value!r} {source} is invalid: expected K/N, two whole numbers with "
+    "1 <= K <= N (the K-th of N parts), e.g. 1/3, 2/3 and 3/3 for three CI jobs"
+)
+
+
+def check_shard(value: object, source: str) -> tuple[int, int]:
+    """A shard ``(K, N)``, from a pair or from ``"K/N"``.
+
+    Raises:
+        ConfigError: not two whole numbers with 1 <= K <= N; the message names ``source``.
+    """
+    if isinstance(value, str):
+        first, slash, second = value.strip().partition("/")
+        try:
+            pair: object = (int(first), int(second)) if slash else None
+        except ValueError:
+            pair = None
+    else:
+        pair = tuple(value) if isinstance(value, (tuple, list)) else None
+    if (
+        not isinstance(pair, tuple)
+        or len(pair) != 2
+        or not all(isinstance(n, int) and not isinstance(n, bool) for n in pair)
+        or not 1 <= pair[0] <= pair[1]
+    ):
+        raise ConfigError(MSG_BAD_SHARD.format(value=value, source=source))
+    return pair[0], pair[1]
 
 
 def _check_flag(name: str, value: object, source: str) -> bool:
@@ -412,6 +448,9 @@ def explore(
     unfold: bool = False,
     jitter: float | None = None,
     keep_unshrunk: bool = False,
+    workers: int = 1,
+    shard: tuple[int, int] | None = None,
+    worker_target: str | None = None,
 ) -> Exploration:
     """Run ``target`` under many schedules and return the first failure, shrunk.
 
@@ -470,6 +509,25 @@ def explore(
         keep_unshrunk: also record the failing schedule as first found, before shrinking,
             in ``Failure.unshrunk`` (the HTML report shows it a click away): one more run of
             the target, made only when shrinking changed the schedule.
+        workers: processes that run schedules (docs/scaling.md). With more than one, the
+            first ``IN_PROCESS_SCHEDULES`` (50) run in this process, and worker processes
+            start only if the exploration goes on; they import ``target`` by its module and
+            qualified name, so it must be defined at the top level of an importable module.
+            The failure reported (its token, ``failure_index``), ``schedules`` and
+            ``exhausted`` are the same for every number of workers: the failure at the
+            lowest schedule index, shrunk in this process. Under workers or a shard,
+            ``"exhaustive"`` runs without partial-order reduction (its runs' models stay in
+            the workers), so it may run more schedules to cover the same space than one
+            process does where reduction works (3.12+): the token and ``exhausted`` are
+            the same, ``schedules`` and ``failure_index`` (counted in runs) may not be.
+        shard: ``(K, N)``: run only the K-th of N disjoint parts of the schedule space (the
+            schedules whose index is K - 1 modulo N, and the bounded search's schedules
+            below its bound, which every part needs). Without a ``seed`` every shard uses
+            ``SHARD_SEED`` (0). ``interlace merge`` combines the shards' results; see
+            docs/scaling.md.
+        worker_target: ``MODULE:QUALNAME`` of the function the workers import and run in
+            place of ``target``, when ``target`` is a wrapper of it that adds nothing to a
+            run (the pytest plugin's).
 
     Returns:
         The :class:`~interlace.Exploration`: ``failure`` is None when every schedule passed;
@@ -510,8 +568,12 @@ def explore(
     instrumented = _check_instrument(instrument, source)
     unfold = _check_flag("unfold", unfold, source)
     keep_unshrunk = _check_flag("keep_unshrunk", keep_unshrunk, source)
+    workers = _check_int("workers", workers, 1, source)
+    if shard is not None:
+        shard = check_shard(shard, source)
     if seed is None:
-        seed = random.SystemRandom().randrange(2**32)
+        # Shards split one space, which the seed picks: without one they agree on this.
+        seed = SHARD_SEED if shard is not None else random.SystemRandom().randrange(2**32)
     settings = Settings(
         backend=_backend_name(target),
         stall_us=round(max_stall * 1e6),
@@ -519,18 +581,57 @@ def explore(
         max_time_us=round(max_time * 1e6),
     )
     session = _session_instrument(target, instrumented)
-    with _session(target, settings, session, stall_timeout=stall_timeout) as backend:
-        exploration = explore_backend(
-            backend,
-            _strategy(strategy, settings.backend, seed, bound, depth, max_schedules),
-            max_schedules=max_schedules,
-            seed=seed,
-            hints=hints or _hints(target, instrumented),
-            max_seconds=max_seconds,
-            progress=progress,
-            unfold=unfold,
-            keep_unshrunk=keep_unshrunk,
+    pool = None
+    if workers > 1:
+        name = worker_target
+        if name is None:
+            name, why = _workers.importable_name(target)
+            if not name:
+                raise ConfigError(
+                    _workers.MSG_NOT_IMPORTABLE.format(
+                        workers=workers,
+                        source=source,
+                        name=getattr(target, "__qualname__", target),
+                        why=why,
+                    )
+                )
+        spec = _workers.WorkerSpec(
+            name, settings, session, stall_timeout, os.getpid(), tuple(sys.path), _session
         )
+        pool = functools.partial(_workers.worker_pool, spec, workers)
+    with _session(target, settings, session, stall_timeout=stall_timeout) as backend:
+        if pool is None and shard is None:
+            exploration = explore_backend(
+                backend,
+                _strategy(strategy, settings.backend, seed, bound, depth, max_schedules),
+                max_schedules=max_schedules,
+                seed=seed,
+                hints=hints or _hints(target, instrumented),
+                max_seconds=max_seconds,
+                progress=progress,
+                unfold=unfold,
+                keep_unshrunk=keep_unshrunk,
+            )
+        else:
+            # No partial-order reduction: its models would have to come back from the
+            # workers, and a shard skips the runs they come from.
+            split_strategy = make_strategy(
+                strategy, seed, bound=bound, depth=depth, budget=max_schedules, reduce=False
+            )
+            exploration = explore_split(
+                backend,
+                split_strategy,
+                max_schedules=max_schedules,
+                seed=seed,
+                hints=hints or _hints(target, instrumented),
+                pool=pool,
+                workers=workers,
+                shard=shard,
+                max_seconds=max_seconds,
+                progress=progress,
+                unfold=unfold,
+                keep_unshrunk=keep_unshrunk,
+            )
     if exploration.failure is None or (hints is not None and hints.pytest):
         # The pytest plugin adds the notes itself, naming the test's fixtures, where its
         # output shows them once.

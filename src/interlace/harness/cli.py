@@ -201,6 +201,16 @@ MSG_JITTER_FLAG = (
 )
 
 
+def _shard(text: str) -> tuple[int, int]:
+    from interlace.errors import ConfigError
+    from interlace.harness.api import check_shard
+
+    try:
+        return check_shard(text, "(from --shard)")
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _jitter_renamed(value: str) -> float:
     raise argparse.ArgumentTypeError(MSG_JITTER_FLAG.format(value=shlex.quote(value)))
 
@@ -315,8 +325,39 @@ def add_explore_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--unfold", action="store_true", help=_UNFOLD_HELP)
     parser.add_argument("--format", choices=("text", "json"), default="text", help=_FORMAT_HELP)
     parser.add_argument("--html", metavar="PATH", default=None, help=_HTML_HELP)
+    # Scale out (docs/scaling.md).
+    parser.add_argument(
+        "--workers",
+        type=_whole(1),
+        default=1,
+        metavar="N",
+        help="processes that run schedules (default 1); the failure reported is the same "
+        "for every N. The function must be importable by MODULE:FUNCTION",
+    )
+    parser.add_argument(
+        "--shard",
+        type=_shard,
+        default=None,
+        metavar="K/N",
+        help="run only the K-th of N disjoint parts of the schedule space (one CI job of "
+        "N; without --seed every shard uses seed 0); combine them with interlace merge",
+    )
+    parser.add_argument(
+        "--report-dir",
+        default=None,
+        metavar="DIR",
+        help="write the result as JSON in DIR, for interlace merge",
+    )
     parser.set_defaults(run=run_explore)
     return parser
+
+
+def add_merge_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``interlace merge``, which combines the results of an exploration's shards
+    (docs/scaling.md)."""
+    from interlace.harness import _shards
+
+    return _shards.add_merge_parser(subparsers)
 
 
 def add_replay_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -657,9 +698,16 @@ def run_explore(
             instrument=instrument,
             unfold=args.unfold,
             keep_unshrunk=getattr(args, "html", None) is not None,
+            workers=args.workers,
+            shard=args.shard,
             **options,
         )
-    except (UsageError, InterlaceError) as exc:
+        if args.report_dir is not None:
+            from interlace.harness import _shards
+
+            payload = _shards.report_payload(target.spec, exploration, args.max_schedules)
+            _shards.write_report(Path(args.report_dir), payload)
+    except (UsageError, InterlaceError, OSError) as exc:
         progress.finish()
         if args.format == "json":
             # A CI step parsing stdout gets an object whatever happened.
@@ -681,6 +729,9 @@ def run_explore(
             "strategy": exploration.strategy,
             "seed": exploration.seed,
             "elapsed": exploration.elapsed,
+            "failure_index": exploration.failure_index,
+            "shard": list(exploration.shard) if exploration.shard else None,
+            "workers": exploration.workers,
         }
         _write_json(payload, out)
     elif failure is not None:

@@ -76,6 +76,12 @@ SOURCE_INI = "the ini file"
 
 # User-facing messages; the tests format these same constants and match the output.
 MSG_NOT_WHOLE = "{setting}={value!r} from {source} is not a whole number >= {minimum}"
+MSG_NOT_SHARD = (
+    "{setting}={value!r} from {source} is not a shard: expected {example}, two whole numbers "
+    "with 1 <= K <= N (the K-th of N parts), e.g. {example_value}"
+)
+MSG_REPORT_DIR = "{setting}={value!r} from {source}: cannot write the shard report there: {error}"
+MSG_WORKERS = "; {workers} worker processes"
 MSG_NOT_NUMBER = "{setting}={value!r} from {source} is not a number >= {minimum}"
 MSG_NOT_TIMEOUT = "{setting}={value!r} from {source} is not a number of seconds > {minimum:g}"
 MSG_NOT_STRATEGY = "{setting}={value!r} from {source} is not a strategy: use one of {choices}"
@@ -185,6 +191,8 @@ _MARKER_KNOBS: dict[str, tuple[str, float, str]] = {
     "stall_timeout": ("timeout", 0.0, "60.0"),
     "instrument": ("modules", 0, "['mypackage', 'src/vendored/']"),
     "unfold": ("flag", 0, "True"),
+    "workers": ("whole", 1, "2"),
+    "shard": ("shard", 0, "(1, 3)"),
 }
 # The knobs that can also come from the command line, the environment and the ini file.
 _CONFIG_KNOBS = (
@@ -196,6 +204,8 @@ _CONFIG_KNOBS = (
     "stall_timeout",
     "instrument",
     "unfold",
+    "workers",
+    "shard",
 )
 _TEXT_MODULES_EXAMPLE = _instrument_messages.TEXT_MODULES_EXAMPLE
 _FLAG_TRUE = ("1", "true", "yes", "on")
@@ -268,6 +278,23 @@ def _check(knob: str, setting: str, value: object, source: str) -> object:
         raise _Invalid(
             MSG_NOT_FLAG.format(setting=setting, value=value, source=source, example=example)
         )
+    if kind == "shard":
+        from interlace.errors import ConfigError
+        from interlace.harness.api import check_shard
+
+        try:
+            return check_shard(text if text is not None else value, source)
+        except ConfigError:
+            marker = source == SOURCE_MARKER
+            raise _Invalid(
+                MSG_NOT_SHARD.format(
+                    setting=setting,
+                    value=value,
+                    source=source,
+                    example="(K, N)" if marker else "K/N",
+                    example_value="shard=(1, 3)" if marker else "1/3",
+                )
+            ) from None
     if kind == "strategy":
         choices = _strategies()
         name = text if text is not None else value
@@ -458,6 +485,33 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "INTERLACE_UNFOLD; ini: interlace_unfold",
     )
     group.addoption(
+        _option("workers"),
+        dest=_ini("workers"),
+        metavar="N",
+        default=None,
+        help="processes that run each marked test's schedules (default 1; the marker's "
+        "workers wins); under pytest-xdist at most the cores divided among its workers "
+        "(docs/scaling.md). Env: INTERLACE_WORKERS; ini: interlace_workers",
+    )
+    group.addoption(
+        _option("shard"),
+        dest=_ini("shard"),
+        metavar="K/N",
+        default=None,
+        help="run only the K-th of N disjoint parts of each marked test's schedule space "
+        "(one CI job of N; without a seed every shard uses seed 0); combine the shards' "
+        "--interlace-report-dir with interlace merge. Env: INTERLACE_SHARD; ini: "
+        "interlace_shard",
+    )
+    group.addoption(
+        "--interlace-report-dir",
+        dest="interlace_report_dir",
+        metavar="DIR",
+        default=None,
+        help="write each marked test's exploration result as JSON in DIR, for interlace "
+        "merge. Env: INTERLACE_REPORT_DIR; ini: interlace_report_dir",
+    )
+    group.addoption(
         "--interlace-replay",
         dest="interlace_replay",
         metavar="TOKEN",
@@ -506,6 +560,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "interlace: show every recorded step of a failing schedule (true or false)",
         default="",
     )
+    parser.addini(
+        _ini("workers"), "interlace: processes that run each marked test's schedules", default=""
+    )
+    parser.addini(
+        _ini("shard"), "interlace: K/N, the part of each schedule space to run", default=""
+    )
+    parser.addini(
+        "interlace_report_dir",
+        "interlace: a directory for each marked test's result as JSON (interlace merge)",
+        default="",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -528,6 +593,7 @@ def pytest_configure(config: pytest.Config) -> None:
         # Registered now, after every entry-point plugin: among tryfirst pytest_pyfunc_call
         # hooks the last registered runs first, so anyio's (also tryfirst) comes after ours.
         runner = _Runner(settings, token, replay_option, html_dir=_html_dir(config))
+        runner.report_dir, runner.report_dir_source = _report_dir(config)
         config.pluginmanager.register(runner, RUNNER_NAME)
 
 
@@ -561,6 +627,68 @@ def html_file_name(nodeid: str) -> str:
 
     stem = re.sub(r"[^A-Za-z0-9._-]+", "_", nodeid).strip("._") or "test"
     return f"{stem[:120]}-{zlib.crc32(nodeid.encode()):08x}.html"
+
+
+def _report_dir(config: pytest.Config) -> tuple[Path | None, tuple[str, str, str]]:
+    """``--interlace-report-dir`` > ``INTERLACE_REPORT_DIR`` > ``interlace_report_dir``
+    (relative to the ini file), with where it came from."""
+    invocation = Path(config.invocation_params.dir)
+    ini_dir = config.inipath.parent if config.inipath is not None else config.rootpath
+    candidates = (
+        (
+            "--interlace-report-dir",
+            config.getoption("interlace_report_dir"),
+            SOURCE_COMMAND_LINE,
+            invocation,
+        ),
+        (
+            "INTERLACE_REPORT_DIR",
+            os.environ.get("INTERLACE_REPORT_DIR"),
+            SOURCE_ENVIRONMENT,
+            invocation,
+        ),
+        ("interlace_report_dir", config.getini("interlace_report_dir"), SOURCE_INI, ini_dir),
+    )
+    for setting, value, source, base in candidates:
+        if isinstance(value, str) and value.strip():
+            return base / value.strip(), (setting, value, source)
+    return None, ("", "", "")
+
+
+def effective_workers(requested: int, cores: int, xdist_workers: int) -> int:
+    """How many worker processes a marked test's exploration gets: what was asked, but at
+    most the cores divided among pytest-xdist's workers (each of which explores its own
+    tests), and at least 1. Outside xdist, ``xdist_workers`` is 1."""
+    return max(1, min(requested, cores // max(1, xdist_workers)))
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on every platform
+        return os.cpu_count() or 1
+
+
+def _scale_settings(
+    settings: Mapping[str, object], function: Callable[..., Any], arguments: Mapping[str, object]
+) -> dict[str, object]:
+    """``settings`` with ``workers`` as the test gets it (``effective_workers``; 1 for a test
+    that takes fixtures, whose values live in this process, or that workers cannot import),
+    and the function the workers import."""
+    scaled = dict(settings)
+    requested = int(settings.get("workers", 1))  # type: ignore[call-overload]
+    xdist = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
+    workers = effective_workers(requested, _cores(), xdist)
+    if workers > 1:
+        from interlace.harness import _workers
+
+        name, _ = _workers.importable_name(function)
+        if arguments or not name:
+            workers = 1
+        else:
+            scaled["worker_target"] = name
+    scaled["workers"] = workers
+    return scaled
 
 
 _settings_key = pytest.StashKey[dict[str, object]]()
@@ -787,6 +915,21 @@ class _Runner:
     lines: list[tuple[bool, str]] = field(default_factory=list)
     replayed: int = 0
     html_dir: Path | None = None
+    report_dir: Path | None = None
+    """Where each explored test's result goes as JSON (``--interlace-report-dir``)."""
+    report_dir_source: tuple[str, str, str] = ("", "", "")
+    """(setting, value, source) the report directory came from, for its error message."""
+
+    def _write_report(
+        self, item: pytest.Item, exploration: Exploration, settings: Mapping[str, object]
+    ) -> None:
+        from interlace.harness import _shards
+        from interlace.harness.api import DEFAULT_MAX_SCHEDULES
+
+        assert self.report_dir is not None
+        budget = settings.get("max_schedules", DEFAULT_MAX_SCHEDULES)
+        payload = _shards.report_payload(item.nodeid, exploration, int(budget))  # type: ignore[call-overload]
+        _shards.write_report(self.report_dir, payload)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
@@ -974,14 +1117,20 @@ class _Runner:
             self._record(item, True, line, failure)
             self._fail(failure, header, self._html(item, failure))
         try:
+            scale = _scale_settings(settings, function, arguments)
             exploration = explore(
                 scenario,
                 hints=hints,
                 keep_unshrunk=self.html_dir is not None,
-                **settings,  # type: ignore[arg-type]
+                **scale,  # type: ignore[arg-type]
             )
+            if self.report_dir is not None:
+                self._write_report(item, exploration, settings)
         except InterlaceError as exc:
             problem = MSG_HARNESS_ERROR.format(nodeid=nodeid, error=exc)
+        except OSError as exc:
+            setting, value, source = self.report_dir_source
+            problem = MSG_REPORT_DIR.format(setting=setting, value=value, source=source, error=exc)
         if problem:
             pytest.fail(problem, pytrace=False)
         guard.reraise()
@@ -1089,11 +1238,13 @@ class _Runner:
                         return
                     schedules = 1
                 else:
+                    # Each example's arguments live in this process: no workers.
+                    single = {**settings, "workers": 1}
                     exploration = explore(
                         scenario,
                         hints=hints,
                         keep_unshrunk=self.html_dir is not None,
-                        **settings,  # type: ignore[arg-type]
+                        **single,  # type: ignore[arg-type]
                     )
                     failure, schedules = exploration.failure, exploration.schedules
             except InterlaceError as exc:
@@ -1224,6 +1375,8 @@ def _explored_line(nodeid: str, exploration: Exploration) -> str:
         exhausted=MSG_EXHAUSTED if exploration.exhausted else "",
         elapsed=exploration.elapsed,
     )
+    if exploration.workers > 1:
+        line += MSG_WORKERS.format(workers=exploration.workers)
     if exploration.space:
         line = MSG_SPACE.format(line=line, space=exploration.space)
     return line
