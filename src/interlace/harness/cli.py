@@ -52,6 +52,13 @@ MSG_NO_MODULE = (
 )
 MSG_NO_FILE = "cannot import {path!r}: no such file; check the path (relative to {cwd})"
 MSG_IMPORT_RAISED = "importing {module!r} raised {error}:"
+MSG_NO_PATH = (
+    "--path {path!r} is not a directory (relative to {cwd}); give the directory to import from"
+)
+MSG_TRY_PATH = (
+    "{missing!r} is in {directory!r}, which is not on sys.path: pass --path {directory} (as "
+    "pytest's pythonpath setting does in a src-layout project)"
+)
 MSG_NO_FUNCTION = "module {module!r} has no attribute {name!r}; {available}"
 MSG_AVAILABLE = "its functions are: {names}"
 MSG_NONE_AVAILABLE = "it defines no functions"
@@ -86,6 +93,11 @@ _TARGET_HELP = (
     "the function to run, async def or plain (threads): MODULE:FUNCTION (imported with the "
     "current directory on sys.path, e.g. tests.test_bank:test_transfer) or "
     "path/to/file.py:FUNCTION"
+)
+_PATH_HELP = (
+    "a directory to put first on sys.path before importing MODULE:FUNCTION, as PYTHONPATH "
+    "does (repeat it for several), e.g. src in a src-layout project whose pytest has "
+    'pythonpath = ["src"]; the report\'s replay line repeats it'
 )
 _INSTRUMENT_HELP = (
     "for a plain (threaded) function: modules or paths, comma-separated, whose code also "
@@ -189,6 +201,12 @@ MSG_JITTER_FLAG = (
 
 def _jitter_renamed(value: str) -> float:
     raise argparse.ArgumentTypeError(MSG_JITTER_FLAG.format(value=shlex.quote(value)))
+
+
+def _add_path_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--path", action="append", default=None, metavar="DIR", dest="path", help=_PATH_HELP
+    )
 
 
 def add_explore_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -299,6 +317,7 @@ def add_explore_parser(subparsers: Any) -> argparse.ArgumentParser:
         help=_INSTRUMENT_HELP,
     )
     parser.add_argument("--unfold", action="store_true", help=_UNFOLD_HELP)
+    _add_path_option(parser)
     parser.add_argument("--format", choices=("text", "json"), default="text", help=_FORMAT_HELP)
     parser.set_defaults(run=run_explore)
     return parser
@@ -336,6 +355,7 @@ def add_replay_parser(subparsers: Any) -> argparse.ArgumentParser:
         + " (the token does not carry it)",
     )
     parser.add_argument("--unfold", action="store_true", help=_UNFOLD_HELP)
+    _add_path_option(parser)
     parser.add_argument(
         "--format",
         choices=("text", "json"),
@@ -438,8 +458,23 @@ def _import_file(path: str) -> tuple[object, str]:
             MSG_IMPORT_RAISED.format(module=path, error=type(exc).__name__)
             + "\n"
             + _user_traceback(exc).rstrip()
+            + _path_hint(exc)
         ) from None
     return module, name
+
+
+def _path_hint(exc: BaseException) -> str:
+    """A ``--path`` to suggest when the import missed a top-level module that sits in a
+    ``src`` directory (a src-layout project) under the current directory."""
+    if not isinstance(exc, ModuleNotFoundError) or not exc.name:
+        return ""
+    top = exc.name.partition(".")[0]
+    for directory in ("src", "lib"):
+        base = Path(directory, top)
+        found = base.is_dir() or base.with_suffix(".py").is_file()
+        if found and os.path.abspath(directory) not in sys.path:
+            return "\n" + MSG_TRY_PATH.format(missing=top, directory=directory)
+    return ""
 
 
 def _import_module(name: str) -> object:
@@ -451,11 +486,14 @@ def _import_module(name: str) -> object:
     except ModuleNotFoundError as exc:
         missing = exc.name or name
         if name == missing or name.startswith(missing + "."):
-            raise UsageError(MSG_NO_MODULE.format(module=name, missing=missing, cwd=cwd)) from None
+            raise UsageError(
+                MSG_NO_MODULE.format(module=name, missing=missing, cwd=cwd) + _path_hint(exc)
+            ) from None
         raise UsageError(
             MSG_IMPORT_RAISED.format(module=name, error=type(exc).__name__)
             + "\n"
             + _user_traceback(exc).rstrip()
+            + _path_hint(exc)
         ) from None
     except (KeyboardInterrupt, SystemExit):
         raise
@@ -467,12 +505,29 @@ def _import_module(name: str) -> object:
         ) from None
 
 
-def resolve_target(spec: str) -> Target:
+def _put_on_path(directories: Sequence[str]) -> None:
+    """Put ``--path`` directories first on ``sys.path``, in the order given."""
+    for directory in reversed(directories):
+        absolute = os.path.abspath(directory)
+        if not os.path.isdir(absolute):
+            raise UsageError(MSG_NO_PATH.format(path=directory, cwd=os.getcwd()))
+        if absolute in sys.path:
+            sys.path.remove(absolute)
+        sys.path.insert(0, absolute)
+
+
+def resolve_target(spec: str, path: Sequence[str] = ()) -> Target:
     """Import ``MODULE:FUNCTION`` (or ``path/to/file.py:FUNCTION``) and return the function.
 
+    Args:
+        spec: what the user wrote.
+        path: directories to put first on ``sys.path`` before importing (``--path``).
+
     Raises:
-        UsageError: the spec is malformed, or the module or function cannot be found.
+        UsageError: the spec is malformed, a ``path`` entry is no directory, or the module
+            or function cannot be found.
     """
+    _put_on_path(path)
     module_part, colon, attr = spec.rpartition(":")
     if (
         not colon
@@ -577,10 +632,12 @@ def _seed_part(exploration: Exploration) -> str:
     return f"seed {exploration.seed}, strategy {exploration.strategy}"
 
 
-def _hints(target: Target, instrument: tuple[str, ...]) -> Any:
+def _hints(target: Target, instrument: tuple[str, ...], path: Sequence[str] | None) -> Any:
     from interlace._core.explorer import ReplayHints
 
-    return ReplayHints(api=target.api, cli=target.spec, instrument=instrument)
+    return ReplayHints(
+        api=target.api, cli=target.spec, instrument=instrument, path=tuple(path or ())
+    )
 
 
 def run_explore(
@@ -602,14 +659,14 @@ def run_explore(
     progress = Progress(err, prefix)
     try:
         instrument = _instrument(args.instrument)
-        target = resolve_target(args.target)
+        target = resolve_target(args.target, args.path or ())
         exploration = explore(
             target.function,
             strategy=args.strategy,
             max_schedules=args.max_schedules,
             seed=args.seed,
             progress=progress,
-            hints=_hints(target, instrument),
+            hints=_hints(target, instrument, args.path),
             instrument=instrument,
             unfold=args.unfold,
             **options,
@@ -681,11 +738,11 @@ def run_replay(
         options["stall_timeout"] = args.stall_timeout
     try:
         instrument = _instrument(args.instrument)
-        target = resolve_target(args.target)
+        target = resolve_target(args.target, args.path or ())
         failure = replay(
             target.function,
             args.token,
-            hints=_hints(target, instrument),
+            hints=_hints(target, instrument, args.path),
             instrument=instrument,
             unfold=args.unfold,
             **options,

@@ -808,6 +808,7 @@ class _Runner:
             pytest=_invoked_nodeid(item),
             instrument=instrument,
             pytest_options=self.replay_option if instrument and from_config else "",
+            path=_pythonpath(item.config) if cli else (),
         )
 
     def _run(self, item: pytest.Function, guard: _OutcomeGuard) -> None:
@@ -1115,6 +1116,20 @@ class _Runner:
             terminalreporter.section(SECTION)
             for line in shown:
                 terminalreporter.line(line)
+
+
+def _pythonpath(config: pytest.Config) -> tuple[str, ...]:
+    """pytest's ``pythonpath`` setting relative to where pytest was run, for the
+    ``interlace replay --path`` line: the test file's imports resolve as they did in pytest
+    (``src`` in a src-layout project)."""
+    entries: list[str] = []
+    for entry in config.getini("pythonpath"):
+        try:
+            relative = os.path.relpath(entry, config.invocation_params.dir)
+        except ValueError:  # another drive, on Windows
+            relative = str(entry)
+        entries.append(Path(relative).as_posix())
+    return tuple(entries)
 
 
 def _invoked_nodeid(item: pytest.Item) -> str:

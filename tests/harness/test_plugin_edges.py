@@ -1,0 +1,146 @@
+"""Rough edges a new user met with the pytest plugin, each in a project of its own (issue 37).
+
+Each test builds the project with ``pytester`` and runs pytest or ``interlace`` in a
+subprocess, as the user would from a shell.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from interlace.harness import cli as harness_cli
+
+_QUIET: tuple[str, ...] = ("-p", "no:benchmark", "-p", "no:detangle", "-p", "no:hypothesispytest")
+_QUIET += ("-p", "no:cacheprovider")
+
+SRC_LAYOUT_PYPROJECT = """
+[tool.pytest.ini_options]
+pythonpath = ["src"]
+"""
+
+COUNTER = """
+class Counter:
+    def __init__(self):
+        self.n = 0
+
+    def bump(self):
+        seen = self.n
+        self.n = seen + 1
+"""
+
+COUNTER_TEST = """
+import threading
+
+import pytest
+
+from svc import Counter
+
+
+@pytest.mark.interlace(seed=3)
+def test_bump():
+    counter = Counter()
+    threads = [threading.Thread(target=counter.bump) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert counter.n == 2
+"""
+
+
+def src_layout(pytester: pytest.Pytester) -> None:
+    """A project with its package under ``src/`` and pytest told so by ``pythonpath``."""
+    (pytester.path / "pyproject.toml").write_text(SRC_LAYOUT_PYPROJECT)
+    (pytester.path / "src" / "svc").mkdir(parents=True)
+    (pytester.path / "src" / "svc" / "__init__.py").write_text(COUNTER)
+    (pytester.path / "tests").mkdir()
+    (pytester.path / "tests" / "test_svc.py").write_text(COUNTER_TEST)
+
+
+def interlace_command(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``interlace ARGV`` run as a user would, without the test run's sys.path or PYTHONPATH."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run(
+        [sys.executable, "-m", "interlace", *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def printed_cli_line(output: str) -> list[str]:
+    """The report's ``interlace replay ...`` line, as arguments after ``interlace``."""
+    match = re.search(r"^\S*\s*(interlace replay .+)$", output, re.MULTILINE)
+    assert match is not None, output
+    return shlex.split(match.group(1))[1:]
+
+
+def test_the_printed_interlace_replay_line_works_in_a_src_layout_project(
+    pytester: pytest.Pytester,
+) -> None:
+    src_layout(pytester)
+    found = pytester.runpytest_subprocess(*_QUIET)
+    found.assert_outcomes(failed=1)
+    argv = printed_cli_line(found.stdout.str())
+    assert argv[-2:] == ["--path", "src"]
+
+    replayed = interlace_command(argv, pytester.path)
+    assert replayed.returncode == harness_cli.EXIT_FINDINGS, replayed.stderr
+    assert "interlace replay: the schedule still fails: exception" in replayed.stderr
+
+
+def test_the_printed_line_names_pytests_pythonpath_relative_to_where_pytest_ran(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src_layout(pytester)
+    monkeypatch.chdir(pytester.path / "tests")
+    found = pytester.runpytest_subprocess(*_QUIET, "test_svc.py")
+    found.assert_outcomes(failed=1)
+    argv = printed_cli_line(found.stdout.str())
+    assert argv[1] == "test_svc.py:test_bump"
+    assert argv[-2:] == ["--path", "../src"]
+
+    replayed = interlace_command(argv, pytester.path / "tests")
+    assert replayed.returncode == harness_cli.EXIT_FINDINGS, replayed.stderr
+
+
+def test_replay_without_the_path_says_which_path_to_pass(pytester: pytest.Pytester) -> None:
+    src_layout(pytester)
+    found = pytester.runpytest_subprocess(*_QUIET)
+    argv = printed_cli_line(found.stdout.str())[:-2]
+
+    replayed = interlace_command(argv, pytester.path)
+    assert replayed.returncode == harness_cli.EXIT_ERROR
+    assert "ModuleNotFoundError: No module named 'svc'" in replayed.stderr
+    assert harness_cli.MSG_TRY_PATH.format(missing="svc", directory="src") in replayed.stderr
+
+
+def test_a_path_that_is_no_directory_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    src_layout(pytester)
+    replayed = interlace_command(
+        ["replay", "tests/test_svc.py:test_bump", "il2.x", "--path", "srcs"], pytester.path
+    )
+    assert replayed.returncode == harness_cli.EXIT_ERROR
+    assert replayed.stderr == (
+        "interlace replay: error: "
+        + harness_cli.MSG_NO_PATH.format(path="srcs", cwd=str(pytester.path))
+        + "\n"
+    )
+
+
+def test_without_pythonpath_the_printed_line_has_no_path(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(svc=COUNTER, test_svc=COUNTER_TEST)
+    found = pytester.runpytest_subprocess(*_QUIET)
+    found.assert_outcomes(failed=1)
+    argv = printed_cli_line(found.stdout.str())
+    assert "--path" not in argv
