@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from interlace.harness import cli as harness_cli
+from interlace.harness import pytest_plugin as plugin
 
 _QUIET: tuple[str, ...] = ("-p", "no:benchmark", "-p", "no:detangle", "-p", "no:hypothesispytest")
 _QUIET += ("-p", "no:cacheprovider")
@@ -144,3 +145,76 @@ def test_without_pythonpath_the_printed_line_has_no_path(pytester: pytest.Pytest
     found.assert_outcomes(failed=1)
     argv = printed_cli_line(found.stdout.str())
     assert "--path" not in argv
+
+
+TWO_MARKED = """
+import asyncio
+
+import pytest
+
+
+@pytest.mark.interlace(seed=7)
+async def test_one():
+    for _ in range(3):
+        await asyncio.sleep(0)
+
+
+@pytest.mark.interlace(seed=7)
+async def test_two():
+    for _ in range(3):
+        await asyncio.sleep(0)
+"""
+
+ASYNCIO_INI = """
+[pytest]
+asyncio_default_fixture_loop_scope = function
+"""
+
+
+def stock_token() -> str:
+    """The replay token of the stock-order schedule (no deviations), which passes."""
+    from interlace._core.schedule import Settings, encode_token
+
+    return encode_token(Settings(), [])
+
+
+def test_replay_under_xdist_counts_the_marked_tests_its_workers_ran(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini(ASYNCIO_INI)
+    pytester.makepyfile(test_two=TWO_MARKED)
+    result = pytester.runpytest_subprocess(
+        *_QUIET, "-n", "2", f"--interlace-replay={stock_token()}"
+    )
+    result.assert_outcomes(passed=2)
+    output = result.stdout.str()
+    assert plugin.MSG_REPLAY_UNUSED not in output
+    for test in ("test_one", "test_two"):
+        # The cause (the stock-order token's explanation) follows: this is the line's start.
+        assert plugin.MSG_REPLAY_PASSED.format(nodeid=f"test_two.py::{test}", cause="") in output
+
+
+def test_the_interlace_summary_under_xdist_has_every_workers_lines(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini(ASYNCIO_INI)
+    pytester.makepyfile(test_two=TWO_MARKED)
+    result = pytester.runpytest_subprocess(*_QUIET, "-n", "2", "-v")
+    result.assert_outcomes(passed=2)
+    lines = result.stdout.lines
+    section = next(i for i, line in enumerate(lines) if f" {plugin.SECTION} " in line)
+    summary = "\n".join(lines[section:])
+    for test in ("test_one", "test_two"):
+        assert f"test_two.py::{test}: no failure in 5 schedules (seed 7" in summary
+
+
+def test_replay_under_xdist_with_no_marked_test_selected_still_says_so(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini(ASYNCIO_INI)
+    pytester.makepyfile(test_plain="def test_a():\n    pass\n\ndef test_b():\n    pass\n")
+    result = pytester.runpytest_subprocess(
+        *_QUIET, "-n", "2", f"--interlace-replay={stock_token()}"
+    )
+    result.assert_outcomes(passed=2)
+    assert plugin.MSG_REPLAY_UNUSED in result.stdout.str()

@@ -158,6 +158,9 @@ MSG_GIVEN_REPLAY = (
     "the failing example first when its database has it."
 )
 SECTION = "interlace"
+WORKER_OUTPUT_KEY = "interlace"
+"""The key of a pytest-xdist worker's ``workeroutput`` that carries its summary to the
+controller."""
 
 # knob -> (kind, minimum, example); kinds: "whole", "number" (>= minimum), "timeout"
 # (> minimum), "strategy", "modules", "flag" (True or False).
@@ -1106,6 +1109,25 @@ class _Runner:
             raise failure.exception
         # No __tracebackhide__ here: with every frame hidden pytest adds a "hidden frames" line.
         pytest.fail("\n".join([header, failure.report, *notes]), pytrace=False)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        # Under pytest-xdist a worker ran the tests but the controller prints the summary:
+        # hand it what this worker kept, through the channel xdist documents for it.
+        workeroutput = getattr(session.config, "workeroutput", None)
+        if workeroutput is not None:
+            workeroutput[WORKER_OUTPUT_KEY] = {
+                "lines": [[always, line] for always, line in self.lines],
+                "replayed": self.replayed,
+            }
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        """pytest-xdist's controller: take in a finished worker's summary lines and count."""
+        kept = getattr(node, "workeroutput", {}).get(WORKER_OUTPUT_KEY)
+        if not kept:
+            return
+        self.lines.extend((bool(always), str(line)) for always, line in kept["lines"])
+        self.replayed += int(kept["replayed"])
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         verbose = terminalreporter.config.get_verbosity() > 0
