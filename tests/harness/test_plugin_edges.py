@@ -218,3 +218,87 @@ def test_replay_under_xdist_with_no_marked_test_selected_still_says_so(
     )
     result.assert_outcomes(passed=2)
     assert plugin.MSG_REPLAY_UNUSED in result.stdout.str()
+
+
+SLOW = """
+import asyncio
+
+import pytest
+
+
+@pytest.mark.interlace(strategy="random", seed=1, max_schedules=400)
+async def test_slow():
+    async def work():
+        sum(range(20000))  # real time per schedule: the exploration lasts a few seconds
+        await asyncio.sleep(0)
+
+    await asyncio.gather(work(), work())
+"""
+
+
+def _pytest_on(pytester: pytest.Pytester, *args: str, tty: bool) -> str:
+    """pytest's output with stdout and stderr on a pseudo-terminal (``tty``) or a pipe."""
+    argv = [sys.executable, "-m", "pytest", *_QUIET, "-p", "no:randomly", *args]
+    env = {**os.environ, "COLUMNS": "200", "TERM": "xterm"}
+    if not tty:
+        done = subprocess.run(
+            argv, cwd=pytester.path, env=env, capture_output=True, timeout=300, check=False
+        )
+        return (done.stdout + done.stderr).decode(errors="replace")
+    import pty
+
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen(
+        argv, cwd=pytester.path, env=env, stdout=terminal, stderr=terminal, stdin=terminal
+    )
+    os.close(terminal)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(controller, 65536)
+        except OSError:  # the terminal closed: the process ended
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(controller)
+    process.wait(timeout=300)
+    return b"".join(chunks).decode(errors="replace")
+
+
+PROGRESS_FRAME = re.compile(
+    r"\x1b7  interlace: (\d+)/400 schedules, [\d.]+ schedules/s, [\d.]+ s elapsed, "
+    r"~[\d.]+ s left\x1b\[K\x1b8"
+)
+
+
+def test_a_long_exploration_shows_its_progress_in_place_on_a_terminal(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini(ASYNCIO_INI)
+    pytester.makepyfile(test_slow=SLOW)
+    output = _pytest_on(pytester, tty=True)
+    counts = [int(n) for n in PROGRESS_FRAME.findall(output)]
+    assert len(counts) >= 2, output
+    assert counts == sorted(counts)
+    assert counts[-1] <= 400
+    # Erased at the end, and the run's own line goes on where pytest left it.
+    last = output.rindex("\x1b8")
+    assert output[last:].startswith(f"\x1b8{plugin.PROGRESS_ERASE}."), output[last:]
+    assert "1 passed" in output
+
+
+@pytest.mark.parametrize(
+    ("args", "tty"),
+    [((), False), (("-q",), True), (("-n", "2"), True)],
+    ids=["pipe", "-q", "xdist"],
+)
+def test_no_progress_is_drawn_off_a_terminal_with_q_or_under_xdist(
+    pytester: pytest.Pytester, args: tuple[str, ...], tty: bool
+) -> None:
+    pytester.makeini(ASYNCIO_INI)
+    pytester.makepyfile(test_slow=SLOW)
+    output = _pytest_on(pytester, *args, tty=tty)
+    assert "1 passed" in output
+    assert "\x1b7" not in output
+    assert "schedules/s" not in output

@@ -68,7 +68,7 @@ MSG_EXHAUSTED = "; explored completely: {space}"
 MSG_EXPLORE_OPAQUE = "{summary}; {opaque}"
 MSG_REPLAY_FAILED = "the schedule still fails: {kind} ({steps})"
 MSG_REPLAY_PASSED = "the schedule no longer fails: {spec} ran to completion under it"
-MSG_PROGRESS = "\r{prefix}: {done}/{total} schedules"
+MSG_PROGRESS = "\r{text}\x1b[K"
 # Where a value came from, named as the pytest plugin names it (SOURCE_COMMAND_LINE there).
 SOURCE_COMMAND_LINE = "the command line"
 
@@ -554,11 +554,12 @@ def resolve_target(spec: str, path: Sequence[str] = ()) -> Target:
 
 
 class Progress:
-    """A schedules counter on stderr, for explorations that take a while.
+    """The exploration's progress line on stderr (``_progress.ProgressLine``), for
+    explorations that take a while.
 
-    Silent unless the stream is a terminal; starts after ``delay`` seconds and redraws at most
-    once per ``interval`` seconds, so a fast exploration prints nothing and a slow one costs
-    almost nothing. Invariant: ``shown`` is True exactly when a counter line is on the screen.
+    Silent unless the stream is a terminal; starts after ``delay`` seconds and redraws in
+    place (``\\r``) at most once per ``interval`` seconds, so a fast exploration prints nothing
+    and a slow one costs almost nothing.
     """
 
     def __init__(
@@ -566,37 +567,40 @@ class Progress:
         stream: TextIO,
         prefix: str,
         *,
+        max_seconds: float | None = None,
         delay: float = 0.5,
         interval: float = 0.1,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        from interlace.harness._progress import ProgressLine
+
         self.stream = stream
-        self.prefix = prefix
         self.enabled = stream.isatty()
-        self.delay = delay
-        self.interval = interval
-        self.clock = clock
-        self.started = clock()
-        self.last = -float("inf")
-        self.shown = False
+        self.line = ProgressLine(
+            prefix,
+            self._draw,
+            self._erase,
+            max_seconds=max_seconds,
+            delay=delay,
+            interval=interval,
+            clock=clock,
+        )
+
+    def _draw(self, text: str) -> None:
+        self.stream.write(MSG_PROGRESS.format(text=text))
+        self.stream.flush()
+
+    def _erase(self) -> None:
+        self.stream.write("\r\x1b[K")
+        self.stream.flush()
 
     def __call__(self, done: int, total: int) -> None:
-        if not self.enabled:
-            return
-        now = self.clock()
-        if now - self.started < self.delay or now - self.last < self.interval:
-            return
-        self.last = now
-        self.stream.write(MSG_PROGRESS.format(prefix=self.prefix, done=done, total=total))
-        self.stream.flush()
-        self.shown = True
+        if self.enabled:
+            self.line(done, total)
 
     def finish(self) -> None:
-        """Erase the counter line, if one is showing."""
-        if self.shown:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
-            self.shown = False
+        """Erase the progress line, if one is showing."""
+        self.line.finish()
 
 
 def _failure_json(failure: Failure | None) -> dict[str, Any] | None:
@@ -656,7 +660,7 @@ def run_explore(
     for name in ("max_time", "max_seconds", "stall_timeout", "max_stall", "bound", "depth"):
         if getattr(args, name) is not None:
             options[name] = getattr(args, name)
-    progress = Progress(err, prefix)
+    progress = Progress(err, prefix, max_seconds=args.max_seconds)
     try:
         instrument = _instrument(args.instrument)
         target = resolve_target(args.target, args.path or ())

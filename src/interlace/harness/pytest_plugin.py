@@ -917,10 +917,19 @@ class _Runner:
             line = MSG_REPLAY_FAILED.format(nodeid=nodeid, kind=failure.kind)
             self._record(item, True, line, failure)
             self._fail(failure, header, [])
+        progress = _terminal_progress(item.config, settings)
         try:
-            exploration = explore(scenario, hints=hints, **settings)  # type: ignore[arg-type]
+            exploration = explore(
+                scenario,
+                hints=hints,
+                progress=progress,
+                **settings,  # type: ignore[arg-type]
+            )
         except InterlaceError as exc:
             problem = MSG_HARNESS_ERROR.format(nodeid=nodeid, error=exc)
+        finally:
+            if progress is not None:
+                progress.finish()
         if problem:
             pytest.fail(problem, pytrace=False)
         guard.reraise()
@@ -1152,6 +1161,46 @@ def _pythonpath(config: pytest.Config) -> tuple[str, ...]:
             relative = str(entry)
         entries.append(Path(relative).as_posix())
     return tuple(entries)
+
+
+PROGRESS_DRAW = "\x1b7  {text}\x1b[K\x1b8"
+"""A progress frame after what pytest wrote on the line (a file name and its dots, or the
+test's id with ``-v``): the cursor is saved and restored around it (DEC's ESC 7 and ESC 8),
+so pytest's own next write lands where it would have."""
+PROGRESS_ERASE = "\x1b[K"
+
+
+def _terminal_progress(config: pytest.Config, settings: Mapping[str, object]) -> Any:
+    """A progress line on the terminal reporter's stream, or None where it would not be seen
+    or would garble the output: not a terminal, ``-q``, or a pytest-xdist worker (whose
+    output the controller collects)."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    if (
+        reporter is None
+        or capture is None
+        # pytest 9's TerminalReporter.isatty is a callable bool, pytest 8's a bool.
+        or not bool(getattr(reporter, "isatty", False))
+        or not hasattr(reporter, "write_raw")
+        or config.get_verbosity() < 0
+        or hasattr(config, "workerinput")
+    ):
+        return None
+    from interlace.harness._progress import ProgressLine
+
+    def write(text: str) -> None:
+        # The test's output is being captured (on file descriptor 1 by default): the frame
+        # goes to the terminal the way pytest's live logging does, with capture paused.
+        with capture.global_and_fixture_disabled():
+            reporter.write_raw(text, flush=True)
+
+    max_seconds = settings.get("max_seconds")
+    return ProgressLine(
+        "interlace",
+        lambda text: write(PROGRESS_DRAW.format(text=text)),
+        lambda: write(PROGRESS_ERASE),
+        max_seconds=float(max_seconds) if isinstance(max_seconds, int | float) else None,
+    )
 
 
 def _invoked_nodeid(item: pytest.Item) -> str:
