@@ -302,3 +302,115 @@ def test_no_progress_is_drawn_off_a_terminal_with_q_or_under_xdist(
     assert "1 passed" in output
     assert "\x1b7" not in output
     assert "schedules/s" not in output
+
+
+# Issue 37 said the pytest-timeout note blamed interlace's engine when the test's own
+# time.sleep blocked. At this commit it does not (measured in a project of its own, pytest 9.2,
+# pytest-timeout 2.4): these tests pin that the note and the traceback name the test's line.
+SLEEPS = """
+import asyncio
+import time
+
+import pytest
+
+import interlace.harness.api  # imported lazily by the first test, inside its 1 s timeout
+
+
+def helper():
+    time.sleep(5)  # helper
+
+
+@pytest.mark.interlace(max_schedules=50)
+async def test_body_sleeps():
+    await asyncio.sleep(0)
+    time.sleep(5)  # body
+
+
+@pytest.mark.interlace(max_schedules=50)
+async def test_task_sleeps():
+    async def worker():
+        await asyncio.sleep(0)
+        time.sleep(5)  # task
+
+    await asyncio.gather(worker(), worker())
+
+
+@pytest.mark.interlace(max_schedules=50)
+async def test_helper_sleeps():
+    await asyncio.sleep(0)
+    helper()
+"""
+
+
+def _line_of(comment: str) -> int:
+    """The line number in :data:`SLEEPS` of the line that ends in ``comment``."""
+    (number,) = [n for n, text in enumerate(SLEEPS.splitlines()) if text.endswith(comment)]
+    return number  # pytester drops SLEEPS's first, empty line: the index is the line number
+
+
+def _failure_sections(output: str) -> dict[str, str]:
+    """Each failed test's section of pytest's output, by test name."""
+    parts = re.split(r"^_{3,} (test_\w+) _{3,}$", output, flags=re.MULTILINE)
+    return dict(zip(parts[1::2], parts[2::2], strict=True))
+
+
+def test_the_timeout_note_names_the_tests_own_blocking_sleep_not_the_engine(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini(ASYNCIO_INI)
+    pytester.makepyfile(test_sleeps=SLEEPS)
+    result = pytester.runpytest_subprocess(*_QUIET, "--timeout=1", "--timeout-method=signal")
+    result.assert_outcomes(failed=3)
+    sections = _failure_sections(result.stdout.str())
+    note = plugin.MSG_TIMEOUT.format(runs="1 run")
+    for test, where in [
+        ("test_body_sleeps", "body"),
+        ("test_task_sleeps", "task"),
+        ("test_helper_sleeps", "helper"),
+    ]:
+        section = sections[test]
+        line = _line_of(f"# {where}")
+        assert f"E       {note}" in section.splitlines(), section
+        assert plugin.MSG_TIMEOUT_IN_ENGINE.strip() not in section
+        assert ">       time.sleep(5)" in section
+        assert f"test_sleeps.py:{line}: Failed" in section
+
+
+def test_with_the_thread_method_the_stack_dump_shows_the_tests_sleep(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini(ASYNCIO_INI)
+    pytester.makepyfile(test_sleeps=SLEEPS)
+    result = pytester.runpytest_subprocess(
+        *_QUIET, "--timeout=1", "--timeout-method=thread", "test_sleeps.py::test_body_sleeps"
+    )
+    output = result.stdout.str()
+    # pytest-timeout dumps every thread's stack and ends the process: no note can follow.
+    assert "+ Timeout +" in output
+    line = _line_of("# body")
+    assert re.search(rf'File ".*test_sleeps\.py", line {line}, in test_body_sleeps', output), output
+
+
+def test_a_sleep_in_a_controlled_thread_takes_virtual_time_so_no_timeout_fires(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        test_thread_sleep="""
+        import threading
+        import time
+
+        import pytest
+
+
+        @pytest.mark.interlace(max_schedules=20)
+        def test_thread_sleeps():
+            def work():
+                time.sleep(30)
+
+            thread = threading.Thread(target=work)
+            thread.start()
+            thread.join()
+        """
+    )
+    result = pytester.runpytest_subprocess(*_QUIET, "--timeout=20")
+    result.assert_outcomes(passed=1)
