@@ -115,6 +115,21 @@ def test_the_printed_line_names_pytests_pythonpath_relative_to_where_pytest_ran(
     assert replayed.returncode == harness_cli.EXIT_FINDINGS, replayed.stderr
 
 
+def test_explore_with_path_prints_a_replay_line_that_repeats_it(
+    pytester: pytest.Pytester,
+) -> None:
+    src_layout(pytester)
+    explored = interlace_command(
+        ["explore", "tests/test_svc.py:test_bump", "--path", "src", "--seed", "3"], pytester.path
+    )
+    assert explored.returncode == harness_cli.EXIT_FINDINGS, explored.stderr
+    argv = printed_cli_line(explored.stdout)
+    assert argv[:2] == ["replay", "tests/test_svc.py:test_bump"]
+    assert argv[-2:] == ["--path", "src"]
+    replayed = interlace_command(argv, pytester.path)
+    assert replayed.returncode == harness_cli.EXIT_FINDINGS, replayed.stderr
+
+
 def test_replay_without_the_path_says_which_path_to_pass(pytester: pytest.Pytester) -> None:
     src_layout(pytester)
     found = pytester.runpytest_subprocess(*_QUIET)
