@@ -352,7 +352,7 @@ HARNESS_LAYERS = (
     ("_pools",),
     ("_loop",),
     ("_fault", "_interrupt", "_introspect", "_virtual_clock"),
-    ("_runtime", "_instrument", "_footprint", "_clock", "_affinity", "_kernel"),
+    ("_runtime", "_instrument", "_footprint", "_clock", "_affinity", "_kernel", "_progress"),
 )
 
 

@@ -836,8 +836,26 @@ def test_progress_on_a_terminal_starts_late_and_redraws_at_most_ten_times_a_seco
     progress.finish()
     frames = stream.getvalue().split("\r")
     # Nothing for the first half second, then one frame per 0.1 s at most (every 4th run).
-    assert frames[1:-1] == [f"interlace explore: {n}/1000 schedules" for n in range(16, 65, 4)]
+    assert frames[1:-1] == [
+        f"interlace explore: {n}/1000 schedules, 32 schedules/s, {n / 32:.1f} s elapsed, "
+        f"~{(1000 - n) / 32:.1f} s left\x1b[K"
+        for n in range(16, 65, 4)
+    ]
     assert frames[-1] == "\x1b[K"
+
+
+def test_progress_time_left_is_the_sooner_of_the_schedules_and_max_seconds() -> None:
+    now = [0.0]
+    stream = _Terminal()
+    progress = cli.Progress(stream, "p", max_seconds=3.0, clock=lambda: now[0])
+    now[0] = 1.0
+    progress(10, 1000)  # 990 more at 10/s would take 99 s; max_seconds ends it in 2 s
+    now[0] = 2.0
+    progress(990, 1000)  # 10 more at 495/s: well before max_seconds
+    assert stream.getvalue().split("\r")[1:] == [
+        "p: 10/1000 schedules, 10 schedules/s, 1.0 s elapsed, ~2.0 s left\x1b[K",
+        "p: 990/1000 schedules, 495 schedules/s, 2.0 s elapsed, ~0.0 s left\x1b[K",
+    ]
 
 
 def test_progress_is_silent_when_stderr_is_not_a_terminal() -> None:
@@ -1038,7 +1056,14 @@ def test_progress_counts_the_schedules_of_a_threads_exploration(
     code = cli.main(["explore", "threads:locked_insert", "--seed=1", "--max-schedules=25"])
     assert code == cli.EXIT_CLEAN
     frames = stream.getvalue().split("\r")
-    assert frames[1:-1] == [f"interlace explore: {n}/25 schedules" for n in range(1, 26)]
+    # The rate and times depend on the machine: the counts are what this test pins.
+    assert [frame.partition(",")[0] for frame in frames[1:-1]] == [
+        f"interlace explore: {n}/25 schedules" for n in range(1, 26)
+    ]
+    assert all(
+        re.fullmatch(r"[^,]+, [\d.]+ schedules/s, [\d.]+ s elapsed, ~[\d.]+ s left\x1b\[K", f)
+        for f in frames[1:-1]
+    ), frames
     assert frames[-1].startswith("\x1b[K")
     assert "interlace explore: no failure in 25 schedules" in frames[-1]
 

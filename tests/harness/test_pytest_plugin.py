@@ -1364,8 +1364,9 @@ def test_instrument_gives_a_library_schedule_points_and_the_replay_line_repeats_
             "racy_lib",
             "E           interlace.replay(test_library.test_settings, 'il2.*', "
             "instrument=[[]'racy_lib'])",
+            # --path: the ini's pythonpath, without which `import racy_lib` fails outside pytest.
             "E           interlace replay test_library.py:test_settings il2.* --instrument "
-            "racy_lib",
+            "racy_lib --path site-packages",
         ]
     )
     assert "test_library.py::test_marker_instruments_nothing_more PASSED" not in (

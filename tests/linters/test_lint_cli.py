@@ -39,12 +39,12 @@ def test_exit_zero_turns_findings_into_success(
     assert lint_main(["--no-cache", "--exit-zero"]) == 0
 
 
-def test_parse_error_exits_2_and_other_files_are_still_linted(
+def test_parse_error_is_a_finding_as_in_ruff_and_other_files_are_still_linted(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     put(project, "a.py", PRIMITIVE)
     put(project, "b.py", "import asyncio\ndef f(:\n")
-    assert lint_main(["--no-cache", "--format", "json"]) == 2
+    assert lint_main(["--no-cache", "--format", "json"]) == 1
     out, err = capsys.readouterr()
     # As in ruff's JSON, the file that does not parse is listed too.
     assert [item["code"] for item in json.loads(out)] == ["IL201", "invalid-syntax"]

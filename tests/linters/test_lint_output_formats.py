@@ -85,7 +85,7 @@ def fixture(project: Path) -> Path:
     return project
 
 
-def lint(capsys: pytest.CaptureFixture[str], *argv: str, code: int = 2) -> str:
+def lint(capsys: pytest.CaptureFixture[str], *argv: str, code: int = 1) -> str:
     """The stdout of ``interlace lint`` over the fixture, after checking its exit code and
     that stderr has the summary and the error as in every format."""
     assert lint_main([*ARGV, *argv]) == code
@@ -369,10 +369,10 @@ def test_a_path_that_does_not_exist_is_listed_at_1_1_as_in_json(
 def test_statistics_in_json_lines_are_the_json_statistics_one_per_line(
     fixture: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert lint_main([*ARGV, "--statistics", "--format", "json"]) == 2
+    assert lint_main([*ARGV, "--statistics", "--format", "json"]) == 1
     items = json.loads(capsys.readouterr().out)
     assert [item["code"] for item in items] == ["IL001", "IL101", "IL201"]
-    assert lint_main([*ARGV, "--statistics", "--format", "json-lines"]) == 2
+    assert lint_main([*ARGV, "--statistics", "--format", "json-lines"]) == 1
     assert capsys.readouterr().out == "".join(
         json.dumps(item, separators=(",", ":")) + "\n" for item in items
     )
@@ -382,10 +382,10 @@ def test_statistics_in_json_lines_are_the_json_statistics_one_per_line(
 def test_statistics_in_the_other_formats_are_the_table_as_for_gitlab(
     fixture: Path, capsys: pytest.CaptureFixture[str], fmt: str
 ) -> None:
-    assert lint_main([*ARGV, "--statistics"]) == 2
+    assert lint_main([*ARGV, "--statistics"]) == 1
     table = capsys.readouterr().out
     assert table.splitlines()[0] == "    1\tIL001\t[*] unused-noqa"
-    assert lint_main([*ARGV, "--statistics", "--format", fmt]) == 2
+    assert lint_main([*ARGV, "--statistics", "--format", fmt]) == 1
     assert capsys.readouterr().out == table
 
 

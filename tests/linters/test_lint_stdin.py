@@ -156,7 +156,7 @@ def test_standard_input_is_decoded_as_a_file_is(
 @pytest.mark.parametrize(
     ("argv", "name"), [(["-"], "-"), (["--stdin-filename", "app/x.py"], "app/x.py")]
 )
-def test_unparsable_standard_input_exits_2_with_the_parse_error(
+def test_unparsable_standard_input_exits_1_with_the_parse_error(
     project: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -164,7 +164,7 @@ def test_unparsable_standard_input_exits_2_with_the_parse_error(
     name: str,
 ) -> None:
     feed_stdin(monkeypatch, b"import asyncio\ndef f(:\n")
-    assert lint_main(argv) == 2
+    assert lint_main(argv) == 1
     assert capsys.readouterr().err.splitlines() == [
         f"{name}:2:7: error: cannot parse: invalid syntax",
         "1 error: some files were not linted completely.",
@@ -301,7 +301,7 @@ def test_fix_prints_the_fixed_source_to_stdout_and_the_report_to_stderr(
     ("argv", "data", "code"),
     [
         pytest.param(["-"], b"x = 1\r\n", 0, id="nothing-to-fix"),
-        pytest.param(["-"], b"def f(:\n  # noqa: IL301\n", 2, id="unparsable"),
+        pytest.param(["-"], b"def f(:\n  # noqa: IL301\n", 1, id="unparsable"),
         pytest.param(
             ["--stdin-filename", "gen/a.py", "--force-exclude"], UNUSED.encode(), 0, id="excluded"
         ),

@@ -85,6 +85,9 @@ class ReplayHints:
             points, and so the schedule, depend on them.
         pytest_options: options the pytest line repeats after the token (the plugin's
             ``--interlace-instrument`` when it came from the command line or environment).
+        path: directories the command-line line puts first on ``sys.path`` (``--path``), as
+            they appear to the user: pytest's ``pythonpath`` in a src-layout project, without
+            which the test file's imports fail outside pytest.
     """
 
     api: str
@@ -92,6 +95,7 @@ class ReplayHints:
     pytest: str = ""
     instrument: tuple[str, ...] = ()
     pytest_options: str = ""
+    path: tuple[str, ...] = ()
 
 
 def label_for(
@@ -588,7 +592,8 @@ def replay_lines(token: str, hints: ReplayHints) -> list[str]:
         instrument = ""
         if hints.instrument:
             instrument = " --instrument " + shlex.quote(",".join(hints.instrument))
-        lines.append(f"interlace replay {hints.cli} {token}{instrument}")
+        path = "".join(f" --path {shlex.quote(entry)}" for entry in hints.path)
+        lines.append(f"interlace replay {shlex.quote(hints.cli)} {token}{instrument}{path}")
     return lines
 
 

@@ -52,6 +52,13 @@ MSG_NO_MODULE = (
 )
 MSG_NO_FILE = "cannot import {path!r}: no such file; check the path (relative to {cwd})"
 MSG_IMPORT_RAISED = "importing {module!r} raised {error}:"
+MSG_NO_PATH = (
+    "--path {path!r} is not a directory (relative to {cwd}); give the directory to import from"
+)
+MSG_TRY_PATH = (
+    "{missing!r} is in {directory!r}, which is not on sys.path: pass --path {directory} (as "
+    "pytest's pythonpath setting does in a src-layout project)"
+)
 MSG_NO_FUNCTION = "module {module!r} has no attribute {name!r}; {available}"
 MSG_AVAILABLE = "its functions are: {names}"
 MSG_NONE_AVAILABLE = "it defines no functions"
@@ -61,7 +68,7 @@ MSG_EXHAUSTED = "; explored completely: {space}"
 MSG_EXPLORE_OPAQUE = "{summary}; {opaque}"
 MSG_REPLAY_FAILED = "the schedule still fails: {kind} ({steps})"
 MSG_REPLAY_PASSED = "the schedule no longer fails: {spec} ran to completion under it"
-MSG_PROGRESS = "\r{prefix}: {done}/{total} schedules"
+MSG_PROGRESS = "\r{text}\x1b[K"
 MSG_HTML_WRITTEN = "HTML report written to {path}"
 MSG_HTML_NOT_WRITTEN = "no failure, so no HTML report was written to {path}"
 MSG_HTML_NO_DIR = (
@@ -95,6 +102,11 @@ _TARGET_HELP = (
     "the function to run, async def or plain (threads): MODULE:FUNCTION (imported with the "
     "current directory on sys.path, e.g. tests.test_bank:test_transfer) or "
     "path/to/file.py:FUNCTION"
+)
+_PATH_HELP = (
+    "a directory to put first on sys.path before importing MODULE:FUNCTION, as PYTHONPATH "
+    "does (repeat it for several), e.g. src in a src-layout project whose pytest has "
+    'pythonpath = ["src"]; the report\'s replay line repeats it'
 )
 _INSTRUMENT_HELP = (
     "for a plain (threaded) function: modules or paths, comma-separated, whose code also "
@@ -215,6 +227,12 @@ def _jitter_renamed(value: str) -> float:
     raise argparse.ArgumentTypeError(MSG_JITTER_FLAG.format(value=shlex.quote(value)))
 
 
+def _add_path_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--path", action="append", default=None, metavar="DIR", dest="path", help=_PATH_HELP
+    )
+
+
 def add_explore_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add the ``explore`` subcommand to ``interlace``'s argparse subparsers."""
     from interlace.harness.api import (
@@ -323,6 +341,7 @@ def add_explore_parser(subparsers: Any) -> argparse.ArgumentParser:
         help=_INSTRUMENT_HELP,
     )
     parser.add_argument("--unfold", action="store_true", help=_UNFOLD_HELP)
+    _add_path_option(parser)
     parser.add_argument("--format", choices=("text", "json"), default="text", help=_FORMAT_HELP)
     parser.add_argument("--html", metavar="PATH", default=None, help=_HTML_HELP)
     # Scale out (docs/scaling.md).
@@ -392,6 +411,7 @@ def add_replay_parser(subparsers: Any) -> argparse.ArgumentParser:
         + " (the token does not carry it)",
     )
     parser.add_argument("--unfold", action="store_true", help=_UNFOLD_HELP)
+    _add_path_option(parser)
     parser.add_argument(
         "--format",
         choices=("text", "json"),
@@ -495,8 +515,23 @@ def _import_file(path: str) -> tuple[object, str]:
             MSG_IMPORT_RAISED.format(module=path, error=type(exc).__name__)
             + "\n"
             + _user_traceback(exc).rstrip()
+            + _path_hint(exc)
         ) from None
     return module, name
+
+
+def _path_hint(exc: BaseException) -> str:
+    """A ``--path`` to suggest when the import missed a top-level module that sits in a
+    ``src`` directory (a src-layout project) under the current directory."""
+    if not isinstance(exc, ModuleNotFoundError) or not exc.name:
+        return ""
+    top = exc.name.partition(".")[0]
+    for directory in ("src", "lib"):
+        base = Path(directory, top)
+        found = base.is_dir() or base.with_suffix(".py").is_file()
+        if found and os.path.abspath(directory) not in sys.path:
+            return "\n" + MSG_TRY_PATH.format(missing=top, directory=directory)
+    return ""
 
 
 def _import_module(name: str) -> object:
@@ -508,11 +543,14 @@ def _import_module(name: str) -> object:
     except ModuleNotFoundError as exc:
         missing = exc.name or name
         if name == missing or name.startswith(missing + "."):
-            raise UsageError(MSG_NO_MODULE.format(module=name, missing=missing, cwd=cwd)) from None
+            raise UsageError(
+                MSG_NO_MODULE.format(module=name, missing=missing, cwd=cwd) + _path_hint(exc)
+            ) from None
         raise UsageError(
             MSG_IMPORT_RAISED.format(module=name, error=type(exc).__name__)
             + "\n"
             + _user_traceback(exc).rstrip()
+            + _path_hint(exc)
         ) from None
     except (KeyboardInterrupt, SystemExit):
         raise
@@ -524,12 +562,29 @@ def _import_module(name: str) -> object:
         ) from None
 
 
-def resolve_target(spec: str) -> Target:
+def _put_on_path(directories: Sequence[str]) -> None:
+    """Put ``--path`` directories first on ``sys.path``, in the order given."""
+    for directory in reversed(directories):
+        absolute = os.path.abspath(directory)
+        if not os.path.isdir(absolute):
+            raise UsageError(MSG_NO_PATH.format(path=directory, cwd=os.getcwd()))
+        if absolute in sys.path:
+            sys.path.remove(absolute)
+        sys.path.insert(0, absolute)
+
+
+def resolve_target(spec: str, path: Sequence[str] = ()) -> Target:
     """Import ``MODULE:FUNCTION`` (or ``path/to/file.py:FUNCTION``) and return the function.
 
+    Args:
+        spec: what the user wrote.
+        path: directories to put first on ``sys.path`` before importing (``--path``).
+
     Raises:
-        UsageError: the spec is malformed, or the module or function cannot be found.
+        UsageError: the spec is malformed, a ``path`` entry is no directory, or the module
+            or function cannot be found.
     """
+    _put_on_path(path)
     module_part, colon, attr = spec.rpartition(":")
     if (
         not colon
@@ -556,11 +611,12 @@ def resolve_target(spec: str) -> Target:
 
 
 class Progress:
-    """A schedules counter on stderr, for explorations that take a while.
+    """The exploration's progress line on stderr (``_progress.ProgressLine``), for
+    explorations that take a while.
 
-    Silent unless the stream is a terminal; starts after ``delay`` seconds and redraws at most
-    once per ``interval`` seconds, so a fast exploration prints nothing and a slow one costs
-    almost nothing. Invariant: ``shown`` is True exactly when a counter line is on the screen.
+    Silent unless the stream is a terminal; starts after ``delay`` seconds and redraws in
+    place (``\\r``) at most once per ``interval`` seconds, so a fast exploration prints nothing
+    and a slow one costs almost nothing.
     """
 
     def __init__(
@@ -568,37 +624,40 @@ class Progress:
         stream: TextIO,
         prefix: str,
         *,
+        max_seconds: float | None = None,
         delay: float = 0.5,
         interval: float = 0.1,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        from interlace.harness._progress import ProgressLine
+
         self.stream = stream
-        self.prefix = prefix
         self.enabled = stream.isatty()
-        self.delay = delay
-        self.interval = interval
-        self.clock = clock
-        self.started = clock()
-        self.last = -float("inf")
-        self.shown = False
+        self.line = ProgressLine(
+            prefix,
+            self._draw,
+            self._erase,
+            max_seconds=max_seconds,
+            delay=delay,
+            interval=interval,
+            clock=clock,
+        )
+
+    def _draw(self, text: str) -> None:
+        self.stream.write(MSG_PROGRESS.format(text=text))
+        self.stream.flush()
+
+    def _erase(self) -> None:
+        self.stream.write("\r\x1b[K")
+        self.stream.flush()
 
     def __call__(self, done: int, total: int) -> None:
-        if not self.enabled:
-            return
-        now = self.clock()
-        if now - self.started < self.delay or now - self.last < self.interval:
-            return
-        self.last = now
-        self.stream.write(MSG_PROGRESS.format(prefix=self.prefix, done=done, total=total))
-        self.stream.flush()
-        self.shown = True
+        if self.enabled:
+            self.line(done, total)
 
     def finish(self) -> None:
-        """Erase the counter line, if one is showing."""
-        if self.shown:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
-            self.shown = False
+        """Erase the progress line, if one is showing."""
+        self.line.finish()
 
 
 def _failure_json(failure: Failure | None) -> dict[str, Any] | None:
@@ -661,10 +720,12 @@ def _seed_part(exploration: Exploration) -> str:
     return f"seed {exploration.seed}, strategy {exploration.strategy}"
 
 
-def _hints(target: Target, instrument: tuple[str, ...]) -> Any:
+def _hints(target: Target, instrument: tuple[str, ...], path: Sequence[str] | None) -> Any:
     from interlace._core.explorer import ReplayHints
 
-    return ReplayHints(api=target.api, cli=target.spec, instrument=instrument)
+    return ReplayHints(
+        api=target.api, cli=target.spec, instrument=instrument, path=tuple(path or ())
+    )
 
 
 def run_explore(
@@ -683,18 +744,18 @@ def run_explore(
     for name in ("max_time", "max_seconds", "stall_timeout", "max_stall", "bound", "depth"):
         if getattr(args, name) is not None:
             options[name] = getattr(args, name)
-    progress = Progress(err, prefix)
+    progress = Progress(err, prefix, max_seconds=args.max_seconds)
     try:
         _check_html_path(getattr(args, "html", None))
         instrument = _instrument(args.instrument)
-        target = resolve_target(args.target)
+        target = resolve_target(args.target, args.path or ())
         exploration = explore(
             target.function,
             strategy=args.strategy,
             max_schedules=args.max_schedules,
             seed=args.seed,
             progress=progress,
-            hints=_hints(target, instrument),
+            hints=_hints(target, instrument, args.path),
             instrument=instrument,
             unfold=args.unfold,
             keep_unshrunk=getattr(args, "html", None) is not None,
@@ -780,11 +841,11 @@ def run_replay(
     try:
         _check_html_path(getattr(args, "html", None))
         instrument = _instrument(args.instrument)
-        target = resolve_target(args.target)
+        target = resolve_target(args.target, args.path or ())
         failure = replay(
             target.function,
             args.token,
-            hints=_hints(target, instrument),
+            hints=_hints(target, instrument, args.path),
             instrument=instrument,
             unfold=args.unfold,
             **options,

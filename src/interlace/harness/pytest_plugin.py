@@ -175,6 +175,9 @@ MSG_HTML_NOT_DIR = (
     "directory where each failing test's HTML report goes; give a directory (it is created "
     "when missing)"
 )
+WORKER_OUTPUT_KEY = "interlace"
+"""The key of a pytest-xdist worker's ``workeroutput`` that carries its summary to the
+controller."""
 
 # knob -> (kind, minimum, example); kinds: "whole", "number" (>= minimum), "timeout"
 # (> minimum), "strategy", "modules", "flag" (True or False).
@@ -1011,6 +1014,7 @@ class _Runner:
             pytest=_invoked_nodeid(item),
             instrument=instrument,
             pytest_options=self.replay_option if instrument and from_config else "",
+            path=_pythonpath(item.config) if cli else (),
         )
 
     def _run(self, item: pytest.Function, guard: _OutcomeGuard) -> None:
@@ -1116,11 +1120,13 @@ class _Runner:
             line = MSG_REPLAY_FAILED.format(nodeid=nodeid, kind=failure.kind)
             self._record(item, True, line, failure)
             self._fail(failure, header, self._html(item, failure))
+        progress = _terminal_progress(item.config, settings)
         try:
             scale = _scale_settings(settings, function, arguments)
             exploration = explore(
                 scenario,
                 hints=hints,
+                progress=progress,
                 keep_unshrunk=self.html_dir is not None,
                 **scale,  # type: ignore[arg-type]
             )
@@ -1131,6 +1137,9 @@ class _Runner:
         except OSError as exc:
             setting, value, source = self.report_dir_source
             problem = MSG_REPORT_DIR.format(setting=setting, value=value, source=source, error=exc)
+        finally:
+            if progress is not None:
+                progress.finish()
         if problem:
             pytest.fail(problem, pytrace=False)
         guard.reraise()
@@ -1341,6 +1350,25 @@ class _Runner:
         # No __tracebackhide__ here: with every frame hidden pytest adds a "hidden frames" line.
         pytest.fail("\n".join([header, failure.report, *notes]), pytrace=False)
 
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        # Under pytest-xdist a worker ran the tests but the controller prints the summary:
+        # hand it what this worker kept, through the channel xdist documents for it.
+        workeroutput = getattr(session.config, "workeroutput", None)
+        if workeroutput is not None:
+            workeroutput[WORKER_OUTPUT_KEY] = {
+                "lines": [[always, line] for always, line in self.lines],
+                "replayed": self.replayed,
+            }
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        """pytest-xdist's controller: take in a finished worker's summary lines and count."""
+        kept = getattr(node, "workeroutput", {}).get(WORKER_OUTPUT_KEY)
+        if not kept:
+            return
+        self.lines.extend((bool(always), str(line)) for always, line in kept["lines"])
+        self.replayed += int(kept["replayed"])
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         verbose = terminalreporter.config.get_verbosity() > 0
         shown = [line for always, line in self.lines if always or verbose]
@@ -1350,6 +1378,60 @@ class _Runner:
             terminalreporter.section(SECTION)
             for line in shown:
                 terminalreporter.line(line)
+
+
+def _pythonpath(config: pytest.Config) -> tuple[str, ...]:
+    """pytest's ``pythonpath`` setting relative to where pytest was run, for the
+    ``interlace replay --path`` line: the test file's imports resolve as they did in pytest
+    (``src`` in a src-layout project)."""
+    entries: list[str] = []
+    for entry in config.getini("pythonpath"):
+        try:
+            relative = os.path.relpath(entry, config.invocation_params.dir)
+        except ValueError:  # another drive, on Windows
+            relative = str(entry)
+        entries.append(Path(relative).as_posix())
+    return tuple(entries)
+
+
+PROGRESS_DRAW = "\x1b7  {text}\x1b[K\x1b8"
+"""A progress frame after what pytest wrote on the line (a file name and its dots, or the
+test's id with ``-v``): the cursor is saved and restored around it (DEC's ESC 7 and ESC 8),
+so pytest's own next write lands where it would have."""
+PROGRESS_ERASE = "\x1b[K"
+
+
+def _terminal_progress(config: pytest.Config, settings: Mapping[str, object]) -> Any:
+    """A progress line on the terminal reporter's stream, or None where it would not be seen
+    or would garble the output: not a terminal, ``-q``, or a pytest-xdist worker (whose
+    output the controller collects)."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    if (
+        reporter is None
+        or capture is None
+        # pytest 9's TerminalReporter.isatty is a callable bool, pytest 8's a bool.
+        or not bool(getattr(reporter, "isatty", False))
+        or not hasattr(reporter, "write_raw")
+        or config.get_verbosity() < 0
+        or hasattr(config, "workerinput")
+    ):
+        return None
+    from interlace.harness._progress import ProgressLine
+
+    def write(text: str) -> None:
+        # The test's output is being captured (on file descriptor 1 by default): the frame
+        # goes to the terminal the way pytest's live logging does, with capture paused.
+        with capture.global_and_fixture_disabled():
+            reporter.write_raw(text, flush=True)
+
+    max_seconds = settings.get("max_seconds")
+    return ProgressLine(
+        "interlace",
+        lambda text: write(PROGRESS_DRAW.format(text=text)),
+        lambda: write(PROGRESS_ERASE),
+        max_seconds=float(max_seconds) if isinstance(max_seconds, int | float) else None,
+    )
 
 
 def _invoked_nodeid(item: pytest.Item) -> str:

@@ -734,14 +734,30 @@ class _Output:
 
 
 def _exit_code(
-    errors: Sequence[FileError], left: int, fixed: int, args: argparse.Namespace, log: TextIO
+    errors: Sequence[FileError],
+    left: int,
+    fixed: int,
+    args: argparse.Namespace,
+    log: TextIO,
+    *,
+    checking: bool = False,
 ) -> int:
-    """2 after errors (summed up on ``log``), else 1 for ``left`` findings (or diffs) unless
-    ``--exit-zero``, or for ``fixed`` ones with ``--exit-non-zero-on-fix``."""
+    """2 after errors other than a file that does not parse (summed up on ``log``), else 1 for
+    ``left`` findings (or diffs) unless ``--exit-zero``, or for ``fixed`` ones with
+    ``--exit-non-zero-on-fix``; with ``checking``, a file that does not parse counts as a
+    finding.
+
+    ruff 0.17 does the same: ``ruff check`` reports a file that does not parse or decode as an
+    ``invalid-syntax`` (or E902) diagnostic and exits 1 (0 with ``--exit-zero``), while
+    ``--diff``, ``--fix-only`` and ``--add-noqa``, which count changes, print it and exit 0.
+    """
     if errors:
         noun = "error" if len(errors) == 1 else "errors"
         print(f"{len(errors)} {noun}: some files were not linted completely.", file=log)
-        return EXIT_ERROR
+        if any(error.kind != "syntax" for error in errors):
+            return EXIT_ERROR
+        if checking:
+            left += len(errors)
     if args.exit_zero:
         return EXIT_CLEAN
     if left or (fixed and args.exit_non_zero_on_fix):
@@ -1171,7 +1187,9 @@ def _lint(
     _report(findings, result, args, output)
     _print_errors(result.errors, problems)
     _summary(result, args, log)
-    return _exit_code(result.errors, len(findings), result.fixed, args, log)
+    return _exit_code(
+        result.errors, len(findings), result.fixed, args, log, checking=not args.fix_only
+    )
 
 
 WATCH_INTERVAL = 0.5
