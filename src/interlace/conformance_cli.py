@@ -56,7 +56,7 @@ _HELP = (
     "Prints one verdict line per component, then the report of each that does not conform "
     "(the shrunk scenario, the results, why no order of the reference explains them, the "
     "schedule). Exit status: 0 all checked components conform, 1 some do not, 2 usage error. "
-    "See docs/stateful.md#the-conformance-kit."
+    "See docs/stateful.md."
 )
 
 
