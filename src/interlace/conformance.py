@@ -121,17 +121,11 @@ class _ComponentMachine(ConcurrentStateMachine):
 
     component: ClassVar[str] = ""
     implementation: ClassVar[Callable[..., Any]]
-    adapter_name: ClassVar[str] = "the reference"
-
-    @classmethod
-    def make(cls) -> Any:
-        """A new instance of the implementation under test (the reference's in the model)."""
-        return cls.implementation()
 
 
 # Settings chosen so that each kit machine finds every replica bug the catalog reproduces within
-# DEFAULT_MAX_EXAMPLES examples (tests/stateful/test_conformance.py measures it) while a passing
-# component costs a few seconds.
+# DEFAULT_MAX_EXAMPLES examples (tests/stateful/test_conformance.py checks it): small branches,
+# few argument values, more schedules for the thread components.
 
 
 class MemoryMachine(
@@ -504,7 +498,6 @@ def machine(
     title = "".join(part.capitalize() for part in component.split("_"))
     namespace = {
         "implementation": staticmethod(factory),
-        "adapter_name": repr(adapter),
         "__module__": getattr(adapter, "__name__", None) or __name__,
     }
     cls: type[_ComponentMachine] = type(name or f"Conform{title}", (base,), namespace)
