@@ -65,6 +65,10 @@ def _build_parser() -> argparse.ArgumentParser:
     from interlace.fixtures import cli as catalog_cli
 
     catalog_cli.add_parser(sub)
+
+    from interlace import conformance_cli as conform_cli
+
+    conform_cli.add_parser(sub)
     return parser
 
 

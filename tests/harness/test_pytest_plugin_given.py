@@ -220,3 +220,84 @@ def test_given_tests_run_the_same_under_xdist(pytester: pytest.Pytester) -> None
         ]
     )
     assert "doesn't know how to run async test functions" not in result.stdout.str()
+
+
+ANYIO_TESTS = """
+import anyio
+import pytest
+from hypothesis import given, settings, strategies as st
+
+
+@pytest.fixture(scope="module")
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.mark.anyio
+@pytest.mark.interlace(max_schedules=20)
+@settings(deadline=None, max_examples=40)
+@given(n=st.integers(0, 10))
+async def test_anyio_race(n):
+    count = [0]
+
+    async def increment():
+        seen = count[0]
+        if n >= 3:
+            await anyio.sleep(0)
+        count[0] = seen + 1
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(increment)
+        group.start_soon(increment)
+    assert count[0] == 2
+
+
+@pytest.mark.anyio
+@pytest.mark.interlace(max_schedules=5)
+@settings(deadline=None, max_examples=10)
+@given(n=st.integers(0, 10))
+async def test_anyio_passes(n):
+    await anyio.sleep(0)
+    assert n >= 0
+"""
+
+
+def _anyio_given(pytester: pytest.Pytester, *arguments: str) -> pytest.RunResult:
+    pytest.importorskip("anyio")
+    pytester.makeini(INI)
+    pytester.makepyfile(test_given=TESTS, test_anyio_given=ANYIO_TESTS)
+    return pytester.runpytest_subprocess(*_QUIET, "-rA", *arguments, timeout=300)
+
+
+def test_anyio_marked_given_tests_are_explored_per_example_by_interlace(
+    pytester: pytest.Pytester,
+) -> None:
+    result = _anyio_given(pytester, "test_anyio_given.py")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines_random(
+        [
+            _explored("test_anyio_given.py::test_anyio_race", "failed"),
+            _explored("test_anyio_given.py::test_anyio_passes", "passed"),
+            "*n=3*",
+        ]
+    )
+    assert "doesn't know how to run async test functions" not in result.stdout.str()
+
+
+def test_given_tests_with_anyio_and_pytest_asyncio_auto_mode_run_the_same_under_xdist(
+    pytester: pytest.Pytester,
+) -> None:
+    pytest.importorskip("xdist")
+    pytester.makeini(INI + "asyncio_mode = auto\n")
+    result = _anyio_given(pytester, "-n", "2")
+    result.assert_outcomes(passed=2, failed=4)
+    result.stdout.fnmatch_lines_random(
+        [
+            _explored("test_given.py::test_async_race", "failed"),
+            _explored("test_given.py::test_thread_race", "failed"),
+            _explored("test_given.py::test_async_passes", "passed"),
+            _explored("test_anyio_given.py::test_anyio_race", "failed"),
+            _explored("test_anyio_given.py::test_anyio_passes", "passed"),
+        ]
+    )
+    assert "doesn't know how to run async test functions" not in result.stdout.str()

@@ -50,7 +50,7 @@ def run(case: Any) -> None:
 
 
 def test_the_doc_has_an_example_per_use() -> None:
-    assert len(EXAMPLES) == 3
+    assert len(EXAMPLES) == 4
 
 
 @pytest.mark.parametrize("index", range(len(EXAMPLES)))
