@@ -1,7 +1,13 @@
 """``interlace server``: the linter as a Language Server Protocol server, for editors.
 
-The subset of LSP 3.17 that a linter needs, over standard input and output, with the standard
-library only: JSON-RPC 2.0 messages framed by ``Content-Length`` headers. The server keeps the
+The subset of LSP 3.17 that a linter needs, over standard input and output. pygls reads and
+writes the framed JSON-RPC messages, dispatches them to the handlers registered here and matches
+the client's responses to the server's requests; lsprotocol names the methods and constants.
+The handlers take the params as JSON and check them themselves, so that an invalid one is
+answered with the field that is wrong (pygls alone answers nothing to a request whose params do
+not fit lsprotocol's classes), and they keep the lifecycle pygls's plain JSON-RPC server does not
+(``ServerNotInitialized`` before ``initialize``, ``InvalidRequest`` after ``shutdown``). The
+server keeps the
 text of each open document (full and incremental sync), lints it as ``interlace lint
 --stdin-filename PATH --force-exclude`` would (:func:`~interlace.linters._run.lint_stdin`: the
 closest ``pyproject.toml``, ``per-file-ignores``, exclusions), publishes the findings as
@@ -15,9 +21,9 @@ A Jupyter notebook's cells arrive together (``notebookDocument/*``, LSP 3.17's n
 synchronisation): its Python cells are linted as one ``.ipynb`` (``_notebook``), and each cell's
 text document gets the findings in its own rows.
 
-A reader thread turns standard input into messages on a queue; the main thread handles every
-message already queued before it lints, so a burst of ``didChange`` notifications is linted once,
-at its last version. Standard output carries the protocol and nothing else: logs go to stderr
+A daemon thread reads standard input for pygls (:class:`_Input`); the documents are linted once
+every message already received is handled, so a burst of ``didChange`` notifications is linted
+once, at its last version. Standard output carries the protocol and nothing else: logs go to stderr
 and to ``window/logMessage``, and nothing a client sends ends the server but ``exit`` or the end
 of its input.
 
@@ -30,9 +36,11 @@ client offers UTF-32 or UTF-8). Lines end as the engine ends them (``LINE_BREAK`
 from __future__ import annotations
 
 import argparse
+import asyncio
 import hashlib
 import io
 import json
+import logging
 import os
 import queue
 import re
@@ -42,12 +50,29 @@ import tokenize
 import traceback
 import urllib.parse
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import IO, Any, TextIO, TypeVar
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper
+from lsprotocol import types as lsp
+from pygls.exceptions import (
+    JsonRpcException,
+    JsonRpcInternalError,
+    JsonRpcInvalidParams,
+    JsonRpcInvalidRequest,
+    JsonRpcMethodNotFound,
+    JsonRpcServerNotInitialized,
+)
+from pygls.protocol import JsonRPCProtocol, default_converter
+from pygls.protocol.json_rpc import (
+    JsonRPCNotification,
+    JsonRPCRequestMessage,
+    JsonRPCResponseMessage,
+)
+from pygls.server import JsonRPCServer
 
 from interlace.errors import ConfigError
 from interlace.linters._engine import LINE_BREAK, FileError, Finding, RelatedLocation
@@ -73,49 +98,42 @@ __all__ = (
     "UTF16",
     "UTF32",
     "InvalidParamsError",
-    "Malformed",
     "Server",
     "add_parser",
     "apply_change",
     "decode_column",
     "encode_column",
-    "read_messages",
     "run",
     "text_offset",
-    "write_message",
 )
 
-UTF8 = "utf-8"
-UTF16 = "utf-16"
-UTF32 = "utf-32"
+UTF8 = lsp.PositionEncodingKind.Utf8.value
+UTF16 = lsp.PositionEncodingKind.Utf16.value
+UTF32 = lsp.PositionEncodingKind.Utf32.value
 
-FIX_ALL = "source.fixAll.interlace"
+FIX_ALL = f"{lsp.CodeActionKind.SourceFixAll.value}.interlace"
 """The kind of the action that applies every fix of a document (editors run it on save)."""
-QUICKFIX = "quickfix"
+QUICKFIX = lsp.CodeActionKind.QuickFix.value
 """The kind of the actions that fix or suppress one diagnostic."""
 
 SOURCE = "interlace"
 """The ``source`` of every diagnostic."""
 
-_ERROR, _WARNING = 1, 2
-"""``DiagnosticSeverity`` (and ``MessageType``) values."""
-_LOG_INFO = 3
-_UNNECESSARY = 1
-"""``DiagnosticTag.Unnecessary``: clients fade the text (an unused directive)."""
-
-_INVALID_REQUEST = -32600
-_METHOD_NOT_FOUND = -32601
-_INVALID_PARAMS = -32602
-_INTERNAL_ERROR = -32603
-_SERVER_NOT_INITIALIZED = -32002
+_ERROR, _WARNING = lsp.DiagnosticSeverity.Error.value, lsp.DiagnosticSeverity.Warning.value
+_LOG_ERROR, _LOG_WARNING, _LOG_INFO = (
+    lsp.MessageType.Error.value,
+    lsp.MessageType.Warning.value,
+    lsp.MessageType.Info.value,
+)
+_UNNECESSARY = lsp.DiagnosticTag.Unnecessary.value
+"""Clients fade the text (an unused directive)."""
 
 _CONFIG_FILES = frozenset({"pyproject.toml", ".gitignore"})
 """What decides a document's settings (its configuration, and with ``force-exclude`` whether
 git ignores it): a change to one re-lints every open document."""
 
 _PYTHON_SUFFIXES = (".py", ".pyi")
-_CODE_CELL = 2
-"""``NotebookCellKind.Code``."""
+_CODE_CELL = lsp.NotebookCellKind.Code.value
 _UNTITLED_NOTEBOOK = "untitled.ipynb"
 """The name an unsaved notebook is linted under (its settings are the workspace's)."""
 
@@ -302,83 +320,6 @@ def _cell(cell: object) -> tuple[str, int]:
     return _field(cell, "document", str), _integer(cell, "kind")
 
 
-@dataclass(frozen=True, slots=True)
-class Malformed:
-    """Input that is not a JSON-RPC message, and why; logged, never fatal."""
-
-    reason: str
-
-
-_Item = dict[str, Any] | Malformed | None
-"""What the reader thread queues: a message, malformed input, or ``None`` at the end of input."""
-
-
-def _read_frame(stream: IO[bytes]) -> bytes | Malformed | None:
-    """The body of the next message on ``stream``, what was wrong with it, or ``None`` at the
-    end of input."""
-    length: int | Malformed | None = None
-    headers = 0
-    while True:
-        line = stream.readline()
-        if not line:
-            return None
-        if not line.strip():
-            if not headers:
-                continue  # a stray blank line between messages
-            break
-        headers += 1
-        name, colon, value = line.decode("latin-1").partition(":")
-        if colon and name.strip().lower() == "content-length":
-            try:
-                length = int(value.strip())
-            except ValueError:
-                length = Malformed(f"invalid Content-Length header {line.strip()!r}")
-    if length is None:
-        return Malformed("a message without a Content-Length header")
-    if isinstance(length, Malformed):
-        return length
-    body = bytearray()
-    while len(body) < length:  # a raw stream may return less than asked for
-        chunk = stream.read(length - len(body))
-        if not chunk:
-            return None
-        body += chunk
-    return bytes(body)
-
-
-def read_messages(stream: IO[bytes], inbox: queue.Queue[_Item]) -> None:
-    """Queue each message read from ``stream`` (a ``Malformed`` for what is not one), then
-    ``None`` at the end of input; the server's reader thread."""
-    while True:
-        try:
-            body = _read_frame(stream)
-        except (OSError, ValueError) as exc:
-            inbox.put(Malformed(f"cannot read standard input: {exc}"))
-            body = None
-        if body is None:
-            inbox.put(None)
-            return
-        if isinstance(body, Malformed):
-            inbox.put(body)
-            continue
-        try:
-            message = json.loads(body)
-        except (ValueError, RecursionError) as exc:
-            inbox.put(Malformed(f"a message that is not JSON ({exc}): {body[:200]!r}"))
-            continue
-        if isinstance(message, dict):
-            inbox.put(message)
-        else:
-            inbox.put(Malformed(f"a message that is not a JSON object: {body[:200]!r}"))
-
-
-def write_message(stream: IO[bytes], message: Mapping[str, Any]) -> None:
-    """Write one message to ``stream`` with its ``Content-Length`` header, and flush."""
-    body = json.dumps(message, separators=(",", ":")).encode("ascii")
-    stream.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-    stream.flush()
-
-
 # Documents ----------------------------------------------------------------------------------
 
 
@@ -520,18 +461,150 @@ def _kind_wanted(kind: str, only: Sequence[str] | None) -> bool:
 # The server ---------------------------------------------------------------------------------
 
 
-class Server:
-    """The protocol's state machine: it takes messages one at a time and sends what they call
-    for through ``send``; :meth:`serve` drives it from a queue.
+class _Input:
+    """Standard input as pygls reads it (``readline``, ``read``), filled by a daemon thread of
+    its own, so that ``exit`` can end the input while the client keeps its end open: pygls
+    reads in a pool thread that the interpreter waits for at exit.
 
-    Invariant: only the thread that calls :meth:`serve` (or :meth:`handle`) sends; ``exit_code``
-    is ``None`` until ``exit`` or the end of input.
+    Invariant: only pygls's reading thread calls ``readline`` and ``read``; the daemon reads
+    the file descriptor unbuffered, so it holds no buffer lock that the interpreter's
+    shutdown would wait for.
     """
 
-    def __init__(
-        self, send: Callable[[dict[str, Any]], None], *, log: TextIO | None = None
-    ) -> None:
-        self._send = send
+    def __init__(self, stream: IO[bytes]) -> None:
+        self._chunks: queue.Queue[bytes] = queue.Queue()
+        self._buffer = bytearray()
+        self._ended = False
+        self._closed = threading.Event()
+        threading.Thread(
+            target=self._pump, args=(stream,), name="interlace-lsp-reader", daemon=True
+        ).start()
+
+    def _pump(self, stream: IO[bytes]) -> None:
+        try:
+            descriptor = stream.fileno()
+        except (OSError, ValueError, AttributeError):  # an embedding replaced sys.stdin
+            descriptor = None
+        while True:
+            try:
+                chunk = os.read(descriptor, 65536) if descriptor is not None else stream.read(65536)
+            except (OSError, ValueError):
+                chunk = b""
+            self._chunks.put(chunk)
+            if not chunk:
+                return
+
+    def pending(self) -> bool:
+        """Whether input has arrived that pygls has not read yet (a message on its way)."""
+        return bool(self._buffer) or not self._chunks.empty()
+
+    def close(self) -> None:
+        """End the input: what is still unread is never read."""
+        self._closed.set()
+        self._chunks.put(b"")
+
+    def _fill(self) -> bool:
+        if self._ended or self._closed.is_set():
+            return False
+        chunk = self._chunks.get()
+        if not chunk or self._closed.is_set():
+            self._ended = True
+            return False
+        self._buffer += chunk
+        return True
+
+    def readline(self) -> bytes:
+        """The next line, with its ``\\n``; less at the end of input, ``b""`` after it."""
+        while (end := self._buffer.find(b"\n")) < 0 and self._fill():
+            pass
+        if self._closed.is_set():
+            return b""
+        size = len(self._buffer) if end < 0 else end + 1
+        line = bytes(self._buffer[:size])
+        del self._buffer[:size]
+        return line
+
+    def read(self, size: int) -> bytes:
+        """The next ``size`` bytes; fewer at the end of input."""
+        while len(self._buffer) < size and self._fill():
+            pass
+        if self._closed.is_set():
+            return b""
+        data = bytes(self._buffer[:size])
+        del self._buffer[:size]
+        return data
+
+
+class _Protocol(JsonRPCProtocol):
+    """pygls's JSON-RPC protocol with every message's params left as JSON: the handlers check
+    them, so that an error names the field that is wrong (``_field``).
+
+    pygls structures a message of a known LSP method into lsprotocol's classes, and answers
+    nothing to a request whose params do not fit them; the plain JSON-RPC protocol it builds
+    on knows no method, so its messages keep their params as they came.
+    """
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        # The generic messages, built here with their params (or result) as plain JSON: pygls's
+        # converter would turn every object in them into a named tuple. A request or
+        # notification may leave out ``params`` (``shutdown``, ``exit``).
+        if "jsonrpc" not in data or "error" in data:
+            return super().structure_message(data)
+        jsonrpc = data["jsonrpc"]
+        if "method" in data:
+            method, params = data["method"], data.get("params")
+            if "id" in data:
+                return JsonRPCRequestMessage(data["id"], method, jsonrpc, params)
+            return JsonRPCNotification(method, jsonrpc, params)
+        if "id" in data:
+            return JsonRPCResponseMessage(data["id"], jsonrpc, data.get("result"))
+        return data
+
+    def handle_message(self, message: Any) -> None:
+        server = self._server
+        assert isinstance(server, _LanguageServer)
+        if isinstance(message, dict):  # an object with no "jsonrpc" member
+            server.linter.malformed(f"a message that is not JSON-RPC: {message!r}")
+            return
+        if not hasattr(message, "jsonrpc"):
+            server.linter.malformed(f"a message that is not a JSON object: {message!r}")
+            return
+        super().handle_message(message)
+
+    def _get_handler(self, feature_name: str) -> Any:
+        try:
+            return super()._get_handler(feature_name)
+        except JsonRpcMethodNotFound:
+            raise JsonRpcMethodNotFound(f"unknown method {feature_name!r}") from None
+
+
+class _LanguageServer(JsonRPCServer):
+    """The pygls server that carries :class:`Server`'s handlers: pygls reads and writes the
+    framed messages, dispatches them, and matches the client's responses to our requests."""
+
+    def __init__(self, linter: Server) -> None:
+        super().__init__(_Protocol, default_converter)
+        self.linter = linter
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        # What reaches here is input pygls could not read (not JSON, or not a message); a
+        # handler's failure is logged by the handler's wrapper, with its traceback.
+        if isinstance(error, ValueError | RecursionError):
+            self.linter.malformed(f"a message that is not JSON ({error})")
+        elif not isinstance(error, JsonRpcException):
+            self.linter.malformed(f"a message pygls could not handle ({error!r})")
+
+
+class Server:
+    """The linter's side of the protocol: it keeps the open documents and answers each method
+    (the handlers take the params as JSON), while pygls (:class:`_LanguageServer`) frames,
+    reads, writes and dispatches the messages.
+
+    Invariant: every handler runs on the thread of pygls's event loop; ``exit_code`` is
+    ``None`` until ``exit`` or the end of input.
+    """
+
+    def __init__(self, *, log: TextIO | None = None) -> None:
         self._log_stream = log if log is not None else sys.stderr
         self._documents: dict[str, _Document] = {}
         self._notebooks: dict[str, _Notebook] = {}
@@ -542,74 +615,105 @@ class Server:
         """The client pulls diagnostics (``textDocument/diagnostic``): none are pushed."""
         self._shutdown = False
         self._shown: set[str] = set()
-        self._next_id = 0
+        self._input: _Input | None = None
         self.exit_code: int | None = None
-        self._requests: dict[str, Callable[[Any], Any]] = {
-            "initialize": self._initialize,
-            "shutdown": self._shutdown_request,
-            "textDocument/codeAction": self._code_action,
-            "textDocument/diagnostic": self._pull_diagnostics,
+        self.server = _LanguageServer(self)
+        requests: dict[str, Callable[[Any], Any]] = {
+            lsp.INITIALIZE: self._initialize,
+            lsp.SHUTDOWN: self._shutdown_request,
+            lsp.TEXT_DOCUMENT_CODE_ACTION: self._code_action,
+            lsp.TEXT_DOCUMENT_DIAGNOSTIC: self._pull_diagnostics,
         }
-        self._notifications: dict[str, Callable[[Any], None]] = {
-            "initialized": self._on_initialized,
-            "textDocument/didOpen": self._did_open,
-            "textDocument/didChange": self._did_change,
-            "textDocument/didSave": self._did_save,
-            "textDocument/didClose": self._did_close,
-            "workspace/didChangeWatchedFiles": self._did_change_watched_files,
-            "notebookDocument/didOpen": self._notebook_did_open,
-            "notebookDocument/didChange": self._notebook_did_change,
-            "notebookDocument/didSave": self._notebook_did_save,
-            "notebookDocument/didClose": self._notebook_did_close,
+        notifications: dict[str, Callable[[Any], None]] = {
+            lsp.INITIALIZED: self._on_initialized,
+            lsp.TEXT_DOCUMENT_DID_OPEN: self._did_open,
+            lsp.TEXT_DOCUMENT_DID_CHANGE: self._did_change,
+            lsp.TEXT_DOCUMENT_DID_SAVE: self._did_save,
+            lsp.TEXT_DOCUMENT_DID_CLOSE: self._did_close,
+            lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES: self._did_change_watched_files,
+            lsp.NOTEBOOK_DOCUMENT_DID_OPEN: self._notebook_did_open,
+            lsp.NOTEBOOK_DOCUMENT_DID_CHANGE: self._notebook_did_change,
+            lsp.NOTEBOOK_DOCUMENT_DID_SAVE: self._notebook_did_save,
+            lsp.NOTEBOOK_DOCUMENT_DID_CLOSE: self._notebook_did_close,
         }
+        features = self.server.protocol.fm
+        for method, handler in requests.items():
+            features.feature(method)(self._request(method, handler))
+        for method, handler in notifications.items():
+            features.feature(method)(self._notification(method, handler))
+
+        def exit_(params: Any) -> None:  # pygls marks what it registers: not a bound method
+            self._exit(params)
+
+        features.feature(lsp.EXIT)(exit_)
+        # pygls logs a notification of a method it has no handler for; the specification
+        # says to ignore them (``$/...`` above all), and so does this.
+        logging.getLogger("pygls").setLevel(logging.CRITICAL)
 
     # Driving
 
-    def serve(self, inbox: queue.Queue[_Item]) -> int:
-        """Handle the queued messages until ``exit`` or the end of input, linting the documents
-        that changed each time the queue runs dry; return the exit code (0 after
-        ``shutdown``, else 1, as the specification says)."""
-        while self.exit_code is None:
-            self.handle(inbox.get())
-            while self.exit_code is None:
-                try:
-                    item = inbox.get_nowait()
-                except queue.Empty:
-                    break
-                self.handle(item)
-            if self.exit_code is None:
-                self.publish_changed()
+    def serve(self, reader: IO[bytes], writer: IO[bytes]) -> int:
+        """Serve on ``reader`` and ``writer`` until ``exit`` or the end of input; return the exit
+        code (0 after ``shutdown``, else 1, as the specification says)."""
+        self._input = _Input(reader)
+        self.server.start_io(self._input, writer)  # type: ignore[arg-type]
+        if self.exit_code is None:
+            self.exit_code = 0 if self._shutdown else 1
         return self.exit_code
 
-    def handle(self, item: _Item) -> None:
-        """Handle one item from the reader: a message, malformed input, or the end of input."""
-        if item is None:
-            self.exit_code = 0 if self._shutdown else 1
-        elif isinstance(item, Malformed):
-            self._log(_ERROR, f"ignored {item.reason}")
-        elif "method" in item:
-            method, params = item["method"], item.get("params")
-            if not isinstance(method, str):
-                self._log(_ERROR, f"ignored a message whose method is not a string: {item!r}")
-                if "id" in item:
-                    self._error(item["id"], _INVALID_REQUEST, "the method must be a string")
-            elif "id" in item:
-                self._request(item["id"], method, params)
-            else:
-                self._notification(method, params)
-        elif "id" in item:
-            self._response(item)
-        else:
-            self._log(
-                _ERROR,
-                f"ignored a message that is neither a request, a notification "
-                f"nor a response: {item!r}",
-            )
+    def _request(self, method: str, handler: Callable[[Any], _T]) -> Callable[[Any], _T]:
+        def answer(params: Any) -> _T:
+            if not self._initialized and method != lsp.INITIALIZE:
+                raise JsonRpcServerNotInitialized(f"{method!r} before 'initialize'")
+            if self._initialized and method == lsp.INITIALIZE:
+                raise JsonRpcInvalidRequest("'initialize' may only be sent once")
+            if self._shutdown:
+                raise JsonRpcInvalidRequest(f"{method!r} after 'shutdown'")
+            try:
+                return handler(params)
+            except InvalidParamsError as exc:
+                raise JsonRpcInvalidParams(f"invalid params for {method!r}: {exc}") from None
+            except Exception as exc:
+                self._internal(f"{method!r} failed", exc)
+                raise JsonRpcInternalError(f"internal error in {method!r}: {exc!r}") from None
+
+        return answer
+
+    def _notification(self, method: str, handler: Callable[[Any], None]) -> Callable[[Any], None]:
+        def take(params: Any) -> None:
+            if not self._initialized or self._shutdown:
+                return  # the specification: any notification before initialize is dropped
+            try:
+                handler(params)
+            except InvalidParamsError as exc:
+                self._log(_LOG_ERROR, f"ignored {method!r} with invalid params: {exc}")
+            except Exception as exc:
+                self._internal(f"{method!r} failed", exc)
+            self._settle()
+
+        return take
+
+    def _exit(self, params: Any) -> None:
+        self.exit_code = 0 if self._shutdown else 1
+        # The client may keep its end open: pygls's loop ends at the end of its input.
+        if self._input is not None:
+            self._input.close()
+
+    def _settle(self) -> None:
+        """Lint what changed once every message already received is handled, so that a burst
+        of ``didChange`` notifications is linted once, at its last version."""
+        if not self._pull:
+            asyncio.get_running_loop().call_soon(self._publish_when_idle)
+
+    def _publish_when_idle(self) -> None:
+        if self._input is not None and self._input.pending():
+            return  # the next message's handler settles again
+        self.publish_changed()
 
     def publish_changed(self) -> None:
         """Lint each document changed since it was last linted, and publish its diagnostics
         (a client that pulls them asks for each document when it wants it)."""
-        if self._pull:
+        if self._pull or self._shutdown:
             return
         for document in list(self._documents.values()):
             if document.dirty and document.notebook is None:
@@ -619,63 +723,33 @@ class Server:
             if first is not None:
                 self._current(self._documents[first])
 
-    def _request(self, id_: Any, method: str, params: Any) -> None:
-        handler = self._requests.get(method)
-        if not self._initialized and method != "initialize":
-            self._error(id_, _SERVER_NOT_INITIALIZED, f"{method!r} before 'initialize'")
-        elif self._initialized and method == "initialize":
-            self._error(id_, _INVALID_REQUEST, "'initialize' may only be sent once")
-        elif self._shutdown:
-            self._error(id_, _INVALID_REQUEST, f"{method!r} after 'shutdown'")
-        elif handler is None:
-            self._error(id_, _METHOD_NOT_FOUND, f"unknown method {method!r}")
-        else:
-            try:
-                result = handler(params)
-            except InvalidParamsError as exc:
-                self._error(id_, _INVALID_PARAMS, f"invalid params for {method!r}: {exc}")
-            except Exception as exc:
-                self._internal(f"{method!r} failed", exc)
-                self._error(id_, _INTERNAL_ERROR, f"internal error in {method!r}: {exc!r}")
-            else:
-                self._send({"jsonrpc": "2.0", "id": id_, "result": result})
-
-    def _notification(self, method: str, params: Any) -> None:
-        if method == "exit":
-            self.exit_code = 0 if self._shutdown else 1
-            return
-        handler = self._notifications.get(method)
-        if handler is None or not self._initialized or self._shutdown:
-            return  # the specification: unknown notifications, and any before initialize
-        try:
-            handler(params)
-        except InvalidParamsError as exc:
-            self._log(_ERROR, f"ignored {method!r} with invalid params: {exc}")
-        except Exception as exc:
-            self._internal(f"{method!r} failed", exc)
-
-    def _response(self, message: Mapping[str, Any]) -> None:
-        if "error" in message:
-            self._log(
-                _WARNING, f"the client refused request {message['id']!r}: {message['error']!r}"
-            )
+    def malformed(self, reason: str) -> None:
+        """Log input that is not a message; never fatal."""
+        self._log(_LOG_ERROR, f"ignored {reason}")
 
     # Output
 
     def _notify(self, method: str, params: Any) -> None:
-        self._send({"jsonrpc": "2.0", "method": method, "params": params})
+        self.server.protocol.notify(method, params)
 
-    def _error(self, id_: Any, code: int, message: str) -> None:
-        self._send({"jsonrpc": "2.0", "id": id_, "error": {"code": code, "message": message}})
+    def _ask(self, method: str, params: Any) -> None:
+        """Send a request to the client; log its refusal, if it refuses."""
+
+        def answered(future: Future[Any]) -> None:
+            error = future.exception()
+            if error is not None:
+                self._log(_LOG_WARNING, f"the client refused {method!r}: {error!r}")
+
+        self.server.protocol.send_request(method, params, msg_id=None).add_done_callback(answered)
 
     def _log(self, level: int, message: str) -> None:
         print(f"interlace server: {message}", file=self._log_stream, flush=True)
-        self._notify("window/logMessage", {"type": level, "message": message})
+        self._notify(lsp.WINDOW_LOG_MESSAGE, {"type": level, "message": message})
 
     def _internal(self, what: str, exc: BaseException) -> None:
         text = "".join(traceback.format_exception(exc))
         self._log(
-            _ERROR,
+            _LOG_ERROR,
             f"internal error: {what}; this is a bug in interlace, please report "
             f"it with this traceback:\n{text}",
         )
@@ -684,8 +758,8 @@ class Server:
         """Show ``message`` as an error, once until the configuration changes."""
         if message not in self._shown:
             self._shown.add(message)
-            self._notify("window/showMessage", {"type": _ERROR, "message": message})
-            self._log(_ERROR, message)
+            self._notify(lsp.WINDOW_SHOW_MESSAGE, {"type": _LOG_ERROR, "message": message})
+            self._log(_LOG_ERROR, message)
 
     # Lifecycle
 
@@ -709,7 +783,11 @@ class Server:
 
         server: dict[str, Any] = {
             "positionEncoding": self._encoding,
-            "textDocumentSync": {"openClose": True, "change": 2, "save": True},
+            "textDocumentSync": {
+                "openClose": True,
+                "change": lsp.TextDocumentSyncKind.Incremental.value,
+                "save": True,
+            },
             # Any notebook's Python cells, sent together so that they are linted as one module.
             "notebookDocumentSync": {"notebookSelector": [{"cells": [{"language": "python"}]}]},
         }
@@ -753,21 +831,13 @@ class Server:
 
     def _on_initialized(self, params: Any) -> None:
         if self._capability("workspace", "didChangeWatchedFiles", "dynamicRegistration"):
-            self._next_id += 1
             watchers = [{"globPattern": f"**/{name}"} for name in sorted(_CONFIG_FILES)]
             registration = {
                 "id": "interlace/watch-configuration",
-                "method": "workspace/didChangeWatchedFiles",
+                "method": lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES,
                 "registerOptions": {"watchers": watchers},
             }
-            self._send(
-                {
-                    "jsonrpc": "2.0",
-                    "id": f"interlace/{self._next_id}",
-                    "method": "client/registerCapability",
-                    "params": {"registrations": [registration]},
-                }
-            )
+            self._ask(lsp.CLIENT_REGISTER_CAPABILITY, {"registrations": [registration]})
 
     def _shutdown_request(self, params: Any) -> None:
         self._shutdown = True
@@ -825,7 +895,7 @@ class Server:
 
     def _close(self, uri: str) -> None:
         if self._documents.pop(uri, None) is not None and not self._pull:
-            self._notify("textDocument/publishDiagnostics", {"uri": uri, "diagnostics": []})
+            self._notify(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, {"uri": uri, "diagnostics": []})
 
     # Notebooks
 
@@ -895,14 +965,7 @@ class Server:
         for notebook in self._notebooks.values():
             notebook.dirty = True
         if self._pull and self._capability("workspace", "diagnostics", "refreshSupport"):
-            self._next_id += 1
-            self._send(
-                {
-                    "jsonrpc": "2.0",
-                    "id": f"interlace/{self._next_id}",
-                    "method": "workspace/diagnostic/refresh",
-                }
-            )
+            self._ask(lsp.WORKSPACE_DIAGNOSTIC_REFRESH, None)
 
     def _pull_diagnostics(self, params: Any) -> dict[str, Any]:
         """``textDocument/diagnostic``: the document's findings as a full report, or
@@ -945,7 +1008,7 @@ class Server:
         if self._pull:
             return
         self._notify(
-            "textDocument/publishDiagnostics",
+            lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS,
             {"uri": document.uri, "version": document.version, "diagnostics": lint.diagnostics},
         )
 
@@ -1298,36 +1361,9 @@ def run(args: argparse.Namespace) -> int:
             flush=True,
         )
     protocol = stdout.buffer
-    try:
-        # Unbuffered, so the reader thread, a daemon still blocked in a read at exit, holds no
-        # buffer lock that the interpreter's shutdown would wait for (it aborts instead).
-        reader: IO[bytes] = io.FileIO(stdin.fileno(), "rb", closefd=False)
-    except (OSError, ValueError):  # no file descriptor (an embedding replaced sys.stdin)
-        reader = stdin.buffer
     # Standard output is the protocol channel: a stray print anywhere must not corrupt it.
     sys.stdout = sys.stderr
     try:
-        return _serve(reader, protocol)
+        return Server().serve(stdin.buffer, protocol)
     finally:
         sys.stdout = stdout
-
-
-def _serve(reader: IO[bytes], writer: IO[bytes]) -> int:
-    inbox: queue.Queue[_Item] = queue.Queue()
-    lost = threading.Event()
-
-    def send(message: dict[str, Any]) -> None:
-        if lost.is_set():
-            return
-        try:
-            write_message(writer, message)
-        except (OSError, ValueError):  # the client closed its end
-            lost.set()
-            inbox.put(None)
-
-    # A daemon: `exit` must end the process even while the reader waits for input.
-    thread = threading.Thread(
-        target=read_messages, args=(reader, inbox), name="interlace-lsp-reader", daemon=True
-    )
-    thread.start()
-    return Server(send).serve(inbox)
