@@ -24,7 +24,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from lint_project import put
 
-from interlace.linters._server import (
+from interlace.linters._lsp import (
     UTF8,
     UTF16,
     UTF32,
@@ -1000,6 +1000,22 @@ def test_malformed_messages_do_not_stop_the_server(client: Client, project: Path
     assert "ignored a message that is not a JSON object: 'a string'" in logged
     # A header block without Content-Length has no body to read: pygls skips it, unlogged.
     assert client.process.poll() is None
+
+
+def test_the_other_commands_do_not_import_pygls(project: Path) -> None:
+    loaded = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys\nfrom interlace.cli import main\nmain(['lint', '--show-files', '-q'])\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'pygls', 'lsprotocol'}))",
+        ],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+    ).stdout
+    assert loaded.splitlines()[-1] == "[]"
 
 
 def test_help_explains_how_to_configure_an_editor() -> None:
