@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import queue
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -22,16 +24,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 from lint_project import put
 
-from interlace.linters._server import (
+from interlace.linters._lsp import (
     UTF8,
     UTF16,
     UTF32,
-    Malformed,
     Server,
+    _Input,
     apply_change,
     decode_column,
     encode_column,
-    read_messages,
     text_offset,
 )
 
@@ -92,8 +93,9 @@ class Client:
                 if line == b"\r\n":
                     break
                 name, _, value = line.decode("ascii").partition(":")
-                assert name == "Content-Length", line
-                length = int(value)
+                assert name in ("Content-Length", "Content-Type"), line
+                if name == "Content-Length":
+                    length = int(value)
             assert length is not None
             self._inbox.put(json.loads(stream.read(length)))
 
@@ -421,48 +423,75 @@ def frame(body: bytes) -> bytes:
     return b"Content-Length: %d\r\n\r\n" % len(body) + body
 
 
-def test_the_reader_reports_malformed_input_and_reads_on() -> None:
-    stream = io.BytesIO(
-        frame(b"{not json")
-        + b"Content-Type: x\r\n\r\n"  # no Content-Length
-        + frame(b"[1, 2]")
-        + b"Content-Length: 2\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n{}"
-    )
-    inbox: queue.Queue[dict[str, Any] | Malformed | None] = queue.Queue()
-    read_messages(stream, inbox)
-    items = [inbox.get_nowait() for _ in range(inbox.qsize())]
-    assert [type(item).__name__ for item in items] == [
-        "Malformed",
-        "Malformed",
-        "Malformed",
-        "dict",
-        "NoneType",
-    ]
-    reasons = [item.reason for item in items if isinstance(item, Malformed)]
-    assert reasons[0].startswith("a message that is not JSON")
-    assert reasons[1] == "a message without a Content-Length header"
-    assert reasons[2].startswith("a message that is not a JSON object")
+def test_the_input_gives_pygls_lines_and_bodies_across_chunks() -> None:
+    read, write = os.pipe()
+    with os.fdopen(read, "rb") as stream:
+        source = _Input(stream)
+        for part in (b"Content-Le", b"ngth: 2\r\n\r", b"\n{", b"}tail"):
+            os.write(write, part)
+        os.close(write)
+        assert source.readline() == b"Content-Length: 2\r\n"
+        assert source.readline() == b"\r\n"
+        assert source.read(2) == b"{}"
+        assert source.readline() == b"tail"  # the end of input ends the line
+        assert (source.readline(), source.read(3), source.pending()) == (b"", b"", False)
+
+
+def test_closing_the_input_ends_it_while_the_client_keeps_its_end_open() -> None:
+    read, write = os.pipe()
+    try:
+        with os.fdopen(read, "rb") as stream:
+            source = _Input(stream)
+            os.write(write, b"unread\n")
+            source.close()
+            assert (source.readline(), source.read(1)) == (b"", b"")
+    finally:
+        os.close(write)
+
+
+def serve_in_process(
+    messages: list[dict[str, Any]], done: Callable[[bytes], bool]
+) -> tuple[int, list[dict[str, Any]]]:
+    """Serve ``messages``, all sent at once on a pipe, until ``done(output)``; then end the
+    input. Returns the exit code and what the server sent."""
+    read, write = os.pipe()
+    output = io.BytesIO()
+    codes: list[int] = []
+    with os.fdopen(read, "rb") as stream:
+        thread = threading.Thread(
+            target=lambda: codes.append(Server(log=io.StringIO()).serve(stream, output))
+        )
+        os.write(
+            write, b"".join(frame(json.dumps({"jsonrpc": "2.0", **m}).encode()) for m in messages)
+        )
+        thread.start()
+        deadline = time.monotonic() + WAIT
+        while not done(output.getvalue()) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        os.close(write)
+        thread.join(WAIT)
+    sent = []
+    data = output.getvalue()
+    while data:
+        head, _, rest = data.partition(b"\r\n\r\n")
+        length = int(head.split(b"\r\n")[0].split(b":")[1])
+        sent.append(json.loads(rest[:length]))
+        data = rest[length:]
+    return codes[0], sent
 
 
 def test_a_truncated_message_is_the_end_of_input() -> None:
-    inbox: queue.Queue[dict[str, Any] | Malformed | None] = queue.Queue()
-    read_messages(io.BytesIO(b"Content-Length: 10\r\n\r\n{}"), inbox)
-    assert inbox.get_nowait() is None
+    read, write = os.pipe()
+    os.write(write, b"Content-Length: 10\r\n\r\n{}")
+    os.close(write)
+    with os.fdopen(read, "rb") as stream:
+        assert Server(log=io.StringIO()).serve(stream, io.BytesIO()) == 1
 
 
-# Coalescing (in-process, deterministic) --------------------------------------------------
+# Coalescing (in-process) -------------------------------------------------------------------
 
 
 def test_queued_changes_are_linted_once_at_their_last_version(project: Path) -> None:
-    inbox: queue.Queue[dict[str, Any] | Malformed | None] = queue.Queue()
-    sent: list[dict[str, Any]] = []
-
-    def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-        if message.get("method") == "textDocument/publishDiagnostics":
-            inbox.put(None)  # the end of input, once the server has published
-
-    server = Server(send, log=io.StringIO())
     uri = (project / "a.py").as_uri()
     item = {"uri": uri, "languageId": "python", "version": 1, "text": "x = 1\n"}
     messages: list[dict[str, Any]] = [
@@ -480,9 +509,8 @@ def test_queued_changes_are_linted_once_at_their_last_version(project: Path) -> 
             for version, text in [(2, "x = 2\n"), (3, RACY)]
         ),
     ]
-    for message in messages:
-        inbox.put(message)
-    assert server.serve(inbox) == 1  # the end of input without shutdown
+    code, sent = serve_in_process(messages, lambda out: b"publishDiagnostics" in out)
+    assert code == 1  # the end of input without shutdown
     published = [m["params"] for m in sent if m.get("method") == "textDocument/publishDiagnostics"]
     assert [(p["version"], [d["code"] for d in p["diagnostics"]]) for p in published] == [
         (3, ["IL101"])
@@ -909,6 +937,18 @@ def test_shutdown_then_exit_exits_0(client: Client, project: Path) -> None:
     assert client.exit_code() == 0
 
 
+def test_shutdown_and_exit_without_params_are_answered(client: Client, project: Path) -> None:
+    client.initialize(root=project)
+    client.send({"id": "bye", "method": "shutdown"})  # as clients send it: no "params"
+    assert client.wait_for(lambda m: m.get("id") == "bye") == {
+        "jsonrpc": "2.0",
+        "id": "bye",
+        "result": None,
+    }
+    client.send({"method": "exit"})
+    assert client.exit_code() == 0
+
+
 def test_exit_without_shutdown_exits_1(client: Client, project: Path) -> None:
     client.initialize(root=project)
     client.notify("exit")
@@ -957,9 +997,25 @@ def test_malformed_messages_do_not_stop_the_server(client: Client, project: Path
     assert len(client.diagnostics(uri)["diagnostics"]) == 1
     logged = [m["message"] for m in client.notifications("window/logMessage")]
     assert any(m.startswith("ignored a message that is not JSON") for m in logged)
-    assert any(m.startswith("ignored a message that is not a JSON object") for m in logged)
-    assert "ignored a message without a Content-Length header" in logged
+    assert "ignored a message that is not a JSON object: 'a string'" in logged
+    # A header block without Content-Length has no body to read: pygls skips it, unlogged.
     assert client.process.poll() is None
+
+
+def test_the_other_commands_do_not_import_pygls(project: Path) -> None:
+    loaded = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys\nfrom interlace.cli import main\nmain(['lint', '--show-files', '-q'])\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'pygls', 'lsprotocol'}))",
+        ],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+    ).stdout
+    assert loaded.splitlines()[-1] == "[]"
 
 
 def test_help_explains_how_to_configure_an_editor() -> None:

@@ -1,8 +1,9 @@
 """``interlace lint --watch``: lint, then lint again when the files change, until Ctrl-C.
 
-The poll loop runs with an injected ``sleep`` that edits the project between two looks and a
-bound on the number of looks, so that every test is fast and none can hang; one test sends a
-real SIGINT to a real process.
+Most tests replace the file-system events with a generator that edits the project before it
+yields each batch, and ends after a bound, so that they are fast, deterministic and cannot
+hang; the last ones run a real watch (watchfiles) in a subprocess, edit its files and send it
+a real SIGINT.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ import subprocess
 import sys
 import textwrap
 import threading
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -23,7 +25,6 @@ from lint_project import put
 from interlace.linters.cli import (
     CHANGED,
     CLEAR_SCREEN,
-    WATCH_INTERVAL,
     WATCH_SEPARATOR,
     WATCHING,
     add_parser,
@@ -47,34 +48,40 @@ def watch(
     argv: Sequence[str],
     steps: Sequence[Callable[[], object]] = (),
     *,
-    max_polls: int | None = None,
+    max_batches: int | None = None,
     out: io.StringIO | None = None,
-) -> tuple[int, str, str, list[float]]:
-    """Run ``interlace lint --watch *argv``; before the n-th look at the files, call
-    ``steps[n]`` (if any). Stop after ``max_polls`` looks (default: one more than the steps).
+    roots: list[list[Path]] | None = None,
+) -> tuple[int, str, str, int]:
+    """Run ``interlace lint --watch *argv``; before the n-th batch of events, call ``steps[n]``
+    (if any). Stop after ``max_batches`` batches (default: one more than the steps); the roots
+    the watch asked to watch are appended to ``roots``.
 
-    Returns the exit code, stdout, stderr and the intervals slept. The steps' edits change
-    the size of what they edit: two writes within one tick of the file system's clock can
-    share a modification time.
+    Returns the exit code, stdout, stderr and the number of batches taken. The steps' edits
+    change the size of what they edit: two writes within one tick of the file system's clock
+    can share a modification time.
     """
     parser = argparse.ArgumentParser()
     add_parser(parser.add_subparsers())
     args = parser.parse_args(["lint", "--watch", *argv])
-    slept: list[float] = []
+    taken: list[int] = []
+    batches = len(steps) + 1 if max_batches is None else max_batches
 
-    def sleep(seconds: float) -> None:
-        if len(slept) < len(steps):
-            steps[len(slept)]()
-        slept.append(seconds)
+    def events(watched: Sequence[Path]) -> Iterator[set[str]]:
+        if roots is not None:
+            roots.append(list(watched))
+        for n in range(batches):
+            if n < len(steps):
+                steps[n]()
+            taken.append(n)
+            yield {"something changed"}
 
     out = out if out is not None else io.StringIO()
     err = io.StringIO()
-    polls = len(steps) + 1 if max_polls is None else max_polls
     try:
-        code = run(args, out=out, err=err, sleep=sleep, max_polls=polls)
+        code = run(args, out=out, err=err, events=events)
     except KeyboardInterrupt:  # it would stop pytest itself
         pytest.fail("Ctrl-C escaped --watch instead of ending it with exit code 130")
-    return code, out.getvalue(), err.getvalue(), slept
+    return code, out.getvalue(), err.getvalue(), len(taken)
 
 
 def summary(text: str) -> str:
@@ -85,8 +92,9 @@ def test_an_edit_between_two_looks_prints_a_second_report(
     project: Path,
 ) -> None:
     put(project, "a.py", PRIMITIVE)
-    code, out, err, slept = watch(
-        ["--no-cache", "--format", "concise"], [lambda: put(project, "a.py", TWO)]
+    roots: list[list[Path]] = []
+    code, out, err, taken = watch(
+        ["--no-cache", "--format", "concise"], [lambda: put(project, "a.py", TWO)], roots=roots
     )
     first, second = out.split(WATCH_SEPARATOR)
     assert [line.split(",")[0] for line in first.splitlines()] == [A_LOCK]
@@ -99,16 +107,17 @@ def test_an_edit_between_two_looks_prints_a_second_report(
         + f"{CHANGED}\n"
         + summary("Found 2 findings (1 file checked).")
     )
-    assert (code, slept) == (1, [WATCH_INTERVAL, WATCH_INTERVAL])
+    assert (code, taken) == (1, 2)
+    assert roots == [[Path.cwd()]]
 
 
 def test_nothing_is_linted_again_while_nothing_changes(project: Path) -> None:
     put(project, "a.py", PRIMITIVE)
-    code, out, err, slept = watch(["--no-cache", "--format", "pylint"], max_polls=3)
+    code, out, err, taken = watch(["--no-cache", "--format", "pylint"], max_batches=3)
     assert out.count("a.py:2: [IL201]") == 1
     assert WATCH_SEPARATOR not in out
     assert err == summary("Found 1 finding (1 file checked).")
-    assert (code, slept) == (1, [0.5] * 3)
+    assert (code, taken) == (1, 3)
 
 
 def test_a_new_file_and_a_removed_one_are_changes(project: Path) -> None:
@@ -168,8 +177,8 @@ def test_a_configuration_broken_while_watching_is_reported_and_the_watch_goes_on
 
 def test_a_configuration_error_at_the_start_ends_the_watch(project: Path) -> None:
     put(project, "a.py", PRIMITIVE)
-    code, out, err, slept = watch(["--select", "il2"])
-    assert (code, out, slept) == (2, "", [])
+    code, out, err, taken = watch(["--select", "il2"])
+    assert (code, out, taken) == (2, "", 0)
     assert err == (
         "interlace lint: error: rule selector 'il2' in --select from the command line is not "
         "upper case: rule codes are matched exactly, as in ruff; write 'IL2'\n"
@@ -223,7 +232,7 @@ def test_ctrl_c_while_linting_again_exits_130(
         return linted(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(run_module, "lint_paths", lint_paths)
-    code, _, err, _ = watch(["--no-cache"], [lambda: put(project, "a.py", TWO)], max_polls=5)
+    code, _, err, _ = watch(["--no-cache"], [lambda: put(project, "a.py", TWO)], max_batches=5)
     assert (code, len(calls)) == (130, 2)
     assert err.endswith(f"{CHANGED}\n")
 
@@ -270,6 +279,136 @@ def test_sigint_ends_a_real_watch_cleanly(project: Path) -> None:
     assert "Traceback" not in err
     assert err == ""
     assert out.startswith("a.py:2: [IL201] ")
+
+
+class RealWatch:
+    """``interlace lint --watch`` in a subprocess of its own, with watchfiles' real events: its
+    stderr lines are read by a thread, each wait has a deadline, and a watchdog kills the
+    process, so that no test can hang."""
+
+    def __init__(self, project: Path) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", _WATCHING_PROCESS],
+            cwd=project,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self._watchdog = threading.Timer(120, self.process.kill)
+        self._watchdog.start()
+        self.lines: list[str] = []
+        self._arrived = threading.Condition()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            with self._arrived:
+                self.lines.append(line)
+                self._arrived.notify_all()
+
+    def wait_for_watching(self, count: int) -> None:
+        """Wait until the watch has printed :data:`WATCHING` ``count`` times."""
+        with self._arrived:
+            done = self._arrived.wait_for(
+                lambda: self.lines.count(f"{WATCHING}\n") >= count, timeout=60
+            )
+        assert done, f"no {count} x {WATCHING!r} in 60s; stderr so far: {self.lines}"
+
+    def stop(self) -> tuple[int, str, str]:
+        """Send SIGINT; return the exit code, stdout and stderr."""
+        self.process.send_signal(signal.SIGINT)
+        out, _ = self.process.communicate(timeout=60)
+        return self.process.returncode, out, "".join(self.lines)
+
+    def close(self) -> None:
+        self._watchdog.cancel()
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.communicate()
+
+
+@pytest.fixture
+def real_watch(project: Path) -> Iterator[Callable[[], RealWatch]]:
+    started: list[RealWatch] = []
+
+    def start() -> RealWatch:
+        started.append(RealWatch(project))
+        return started[-1]
+
+    yield start
+    for one in started:
+        one.close()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT is sent with os.kill")
+def test_a_real_edit_is_seen_by_the_file_system_watcher_and_linted_again(
+    project: Path, real_watch: Callable[[], RealWatch]
+) -> None:
+    put(project, "pkg/a.py", PRIMITIVE)
+    watching = real_watch()
+    watching.wait_for_watching(1)
+    put(project, "pkg/a.py", TWO)
+    watching.wait_for_watching(2)
+    code, out, err = watching.stop()
+    assert code == 130, err
+    first, second = out.split(WATCH_SEPARATOR)
+    assert first.count("[IL201]") == 1
+    assert second.count("[IL201]") == 2
+    assert err.count(f"{CHANGED}\n") == 1
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT is sent with os.kill")
+def test_a_real_watch_lints_nothing_again_while_idle_or_when_an_unlinted_file_changes(
+    project: Path, real_watch: Callable[[], RealWatch]
+) -> None:
+    put(project, "a.py", PRIMITIVE)
+    watching = real_watch()
+    watching.wait_for_watching(1)
+    put(project, "notes.txt", "not Python\n")
+    put(project, "build/out.log", "not linted either\n")
+    # Longer than the watcher's debounce and its first timeout (the one comparison it makes
+    # to see the edits made while it started): a re-lint would have happened by then.
+    time.sleep(6.5)
+    code, out, err = watching.stop()
+    assert code == 130, err
+    assert WATCH_SEPARATOR not in out
+    assert out.count("[IL201]") == 1
+    assert err == summary("Found 1 finding (1 file checked).")
+
+
+def test_an_idle_real_watch_looks_at_the_files_only_once_the_watcher_runs(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import interlace.linters.cli as cli
+
+    put(project, "a.py", PRIMITIVE)
+    looks: list[float] = []
+    watched = cli._watched
+
+    def counted(args: argparse.Namespace) -> object:
+        looks.append(time.monotonic())
+        return watched(args)
+
+    monkeypatch.setattr(cli, "_watched", counted)
+    monkeypatch.setattr(cli, "_WATCH_TIMEOUT_MS", 200)
+    timeouts: list[int] = []
+
+    def events(roots: Sequence[Path]) -> Iterator[object]:
+        for batch in cli.file_events(roots):
+            assert batch == set(), batch  # nothing changes
+            timeouts.append(1)
+            yield batch
+            if len(timeouts) == 8:
+                return
+
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers())
+    args = parser.parse_args(["lint", "--watch", "--no-cache"])
+    code = run(args, out=io.StringIO(), err=io.StringIO(), events=events)
+    # The files before the first run, and once when the watcher first times out: polling would
+    # have looked at them after each of the 8 timeouts.
+    assert (code, len(looks), len(timeouts)) == (1, 2, 8)
 
 
 @pytest.mark.parametrize(
@@ -332,7 +471,7 @@ def test_watch_is_refused_where_it_makes_no_sense(
     project: Path, argv: list[str], message: str
 ) -> None:
     put(project, "a.py", PRIMITIVE)
-    code, out, err, slept = watch(argv, max_polls=1)
-    assert (code, out, slept) == (2, "", [])
+    code, out, err, taken = watch(argv, max_batches=1)
+    assert (code, out, taken) == (2, "", 0)
     assert err == f"interlace lint: error: {message}\n"
     assert not (project / "report.txt").exists()

@@ -22,12 +22,10 @@ from __future__ import annotations
 import argparse
 import difflib
 import io
-import itertools
 import os
 import re
 import stat
 import sys
-import time
 import tokenize
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -1065,17 +1063,16 @@ def run(
     *,
     out: TextIO | None = None,
     err: TextIO | None = None,
-    sleep: Callable[[float], object] = time.sleep,
-    max_polls: int | None = None,
+    events: WatchEvents | None = None,
 ) -> int:
     """Run ``interlace lint`` with parsed arguments and return the exit code.
 
     Args:
         args: the parsed command line.
         out, err: where stdout and stderr go (default: ``sys.stdout``, ``sys.stderr``).
-        sleep: how ``--watch`` waits between two looks at the files.
-        max_polls: with ``--watch``, stop after this many looks and return the exit code of
-            the last run (``None``: only Ctrl-C stops it, with 130); for tests.
+        events: with ``--watch``, where the batches of file-system events come from (default:
+            :func:`file_events`, watchfiles); the watch ends with the exit code of the last
+            run when they run out (tests), else only Ctrl-C ends it, with 130.
     """
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
@@ -1115,8 +1112,7 @@ def run(
             log=log,
             problems=problems,
             err=err,
-            sleep=sleep,
-            max_polls=max_polls,
+            events=file_events if events is None else events,
         )
     code = _lint(args, output, out=out, log=log, problems=problems, err=err)
     if not output.close(err):
@@ -1192,9 +1188,6 @@ def _lint(
     )
 
 
-WATCH_INTERVAL = 0.5
-"""Seconds between two looks at the files ``--watch`` watches."""
-
 CLEAR_SCREEN = "\x1b[H\x1b[2J\x1b[3J"
 """Cursor home, erase the screen, erase the scrollback: what ruff's ``--watch`` writes before
 each run (through the ``clearscreen`` crate), and ``clear`` on xterm."""
@@ -1205,9 +1198,36 @@ WATCH_SEPARATOR = "-" * 79 + "\n"
 WATCHING = "Watching for file changes; press Ctrl-C to stop."
 CHANGED = "File change detected..."
 
+WatchEvents = Callable[[Sequence[Path]], Iterable[object]]
+"""Given the directories (or files) to watch, recursively, an iterable with one item per batch
+of file-system events: a set of changes, or an empty one when a while passed without any."""
+
+_WATCH_TIMEOUT_MS = 5000
+"""How long the watcher waits for an event before it yields an empty batch: the first one tells
+that the watcher is running (so the files are compared once, for edits made before it was)."""
+
 _Snapshot = dict[Path, tuple[int, int, int]]
 """Each watched file, with what tells that it changed: its modification time, its size, and
 its inode (an editor that saves by replacing the file gives it a new one)."""
+
+
+def file_events(roots: Sequence[Path]) -> Iterator[set[tuple[Any, str]]]:
+    """The batches of changes under ``roots`` as the operating system reports them (inotify,
+    FSEvents, ReadDirectoryChangesW, through watchfiles' Rust ``notify`` binding), so that a
+    watch costs nothing while nothing changes; an empty batch every
+    :data:`_WATCH_TIMEOUT_MS` without one. Ctrl-C raises ``KeyboardInterrupt``.
+    """
+    import watchfiles
+
+    # Every event counts: whether it changes what is linted is for the comparison of the
+    # files (a new file may be excluded, a .gitignore may change the selection) to decide.
+    yield from watchfiles.watch(
+        *roots,
+        watch_filter=None,
+        rust_timeout=_WATCH_TIMEOUT_MS,
+        yield_on_timeout=True,
+        raise_interrupt=True,
+    )
 
 
 def _stat_all(paths: Iterable[Path]) -> _Snapshot:
@@ -1239,16 +1259,35 @@ def _watched(args: argparse.Namespace) -> _Snapshot:
     return _stat_all([*selection.files, *(source for source in sources if source is not None)])
 
 
+def _watch_roots(args: argparse.Namespace, seen: _Snapshot) -> list[Path]:
+    """What to watch: each path of the command line (the closest existing directory above one
+    that does not exist yet, so that its creation is seen), and each configuration file outside
+    them, by itself (its directory, recursively, could be a whole home directory)."""
+    roots: list[Path] = []
+    for name in args.paths or ["."]:
+        path = Path(name).absolute()
+        while not path.exists() and path.parent != path:
+            path = path.parent
+        roots.append(path)
+    inside = [root for root in roots if root.is_dir()]
+    for path in seen:
+        absolute = path.absolute()
+        if not any(absolute.is_relative_to(root) for root in inside):
+            roots.append(absolute)
+    return sorted(set(roots))
+
+
 def _next_change(
-    args: argparse.Namespace,
-    seen: _Snapshot,
-    sleep: Callable[[float], object],
-    polls: Iterator[int],
+    args: argparse.Namespace, seen: _Snapshot, batches: Iterator[object]
 ) -> _Snapshot | None:
-    """Look at the watched files every :data:`WATCH_INTERVAL` seconds until they differ from
-    ``seen``, and return what they are then; ``None`` when ``polls`` runs out first."""
-    for _ in polls:
-        sleep(WATCH_INTERVAL)
+    """Wait for events until the watched files differ from ``seen``, and return what they are
+    then; ``None`` when ``batches`` runs out first. The files are compared after each batch of
+    events, and once after the first empty batch (edits made while the watcher started)."""
+    compared = False
+    for batch in batches:
+        if not batch and compared:
+            continue
+        compared = True
         try:
             now = _watched(args)
         except ConfigError:
@@ -1268,26 +1307,27 @@ def _watch(
     log: TextIO,
     problems: TextIO,
     err: TextIO,
-    sleep: Callable[[float], object],
-    max_polls: int | None,
+    events: WatchEvents,
 ) -> int:
-    """Lint, then every :data:`WATCH_INTERVAL` seconds look at the files the run lints and
-    their configuration files, and lint again when one changed, appeared or disappeared (the
-    cache answers for the files that did not change), until Ctrl-C, which returns 130.
+    """Lint, then wait for file-system events under the paths the run lints and lint again when
+    a file it lints or their configuration changed, appeared or disappeared (the cache answers
+    for the files that did not change), until Ctrl-C, which returns 130.
 
     Before each run the screen is cleared, as ruff does, where stdout is a terminal; else the
     reports are separated by :data:`WATCH_SEPARATOR`. A configuration error at the start ends
     the watch (exit 2), as in ruff; one made while watching is reported, and the watch goes on
-    until the file is saved again. ``max_polls`` (tests) stops it after that many looks, with
-    the exit code of the last run.
+    until the file is saved again. When ``events`` runs out (tests) the watch ends with the
+    exit code of the last run.
     """
-    polls: Iterator[int] = itertools.count() if max_polls is None else iter(range(max_polls))
     try:
         try:
             seen = _watched(args)
         except ConfigError as exc:
             print(f"interlace lint: error: {exc}", file=err)
             return EXIT_ERROR
+        # ``seen`` is from before the first run, and the files are compared again once the
+        # watcher runs: an edit made in between is linted too.
+        batches = iter(events(_watch_roots(args, seen)))
         screen = out.isatty()
         if screen:
             output.write(CLEAR_SCREEN)
@@ -1295,7 +1335,7 @@ def _watch(
         while True:
             out.flush()  # a report to a pipe must not wait in its buffer for the next one
             print(WATCHING, file=log)
-            now = _next_change(args, seen, sleep, polls)
+            now = _next_change(args, seen, batches)
             if now is None:
                 return code
             seen = now
