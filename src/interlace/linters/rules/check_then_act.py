@@ -936,6 +936,7 @@ class CheckThenActFlow:
             suspension point (IL101).
         accept: which state keys may be reported (IL102 filters by the evidence it has).
         is_lock: says whether a ``with`` item or an ``acquire()`` receiver is a lock.
+        quiet: ids of the ``await`` nodes that cannot suspend (``_suspend.quiet_awaits``).
     """
 
     def __init__(
@@ -945,8 +946,10 @@ class CheckThenActFlow:
         threaded: bool,
         accept: Callable[[str], bool] = lambda key: True,
         is_lock: Callable[[cst.BaseExpression], bool] = is_lock_expr,
+        quiet: frozenset[int] = frozenset(),
     ) -> None:
         self.names = names
+        self.quiet = quiet
         self.threaded = threaded
         self.accept = accept
         self.is_lock = is_lock
@@ -1091,6 +1094,8 @@ class CheckThenActFlow:
             return
         if isinstance(node, cst.Await):
             self._expr(node.expression, state)
+            if id(node) in self.quiet:
+                return
             state.update(_suspended(state, node))
             self._stale()
             return
@@ -1308,7 +1313,7 @@ class CheckThenActFlow:
         self._breaks.append([])
         out = self._block(body, {**entry, **fresh})
         if any(check.suspension is None for check in entry.values()):
-            suspension = find_suspension(suite)
+            suspension = find_suspension(suite, quiet=self.quiet)
             if suspension is not None:
                 self._stale()
                 again = self._block(body, {**_suspended(entry, suspension), **fresh})
@@ -1376,7 +1381,7 @@ class CheckThenActFlow:
             self._manual.setdefault(name, self._acquire())
         entry = dict(state)
         body = self._block(block_body(stmt.body), dict(state))
-        suspension = find_suspension(stmt.body)
+        suspension = find_suspension(stmt.body, quiet=self.quiet)
         if suspension is not None:
             self._stale()
         handler_in = _merge(_suspended(entry, suspension) if suspension else entry, body) or {}
@@ -1916,12 +1921,12 @@ class FlagCheckThenActAcrossAwait(FactsCollector, Rule):
         node = facts.node
         if node.asynchronous is None or _TEARDOWN.match(node.name.value.lstrip("_")):
             return
-        if node.name.value == "__anext__" or find_suspension(node.body) is None:
+        if node.name.value == "__anext__" or find_suspension(node.body, quiet=self.quiet) is None:
             return
         if any(isinstance(n, cst.Yield) for n in _own_nodes(node.body)):
             return
         names = StateNames.of(facts, self.module_names, include_params=False)
-        findings = CheckThenActFlow(names, threaded=False).run(node)
+        findings = CheckThenActFlow(names, threaded=False, quiet=self.quiet).run(node)
         if findings:
             self._found.append((facts, findings))
 

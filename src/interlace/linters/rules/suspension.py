@@ -74,6 +74,7 @@ class _RestoreScan:
     """
 
     names: StateNames
+    quiet: frozenset[int] = frozenset()
     saves: dict[str, _Save] = field(default_factory=dict)
     windows: dict[str, cst.CSTNode | None] = field(default_factory=dict)
     held: list[int] = field(default_factory=list)
@@ -95,7 +96,7 @@ class _RestoreScan:
 
     def events(self, node: cst.CSTNode | None) -> None:
         if node is not None:
-            self.suspend(find_suspension(node))
+            self.suspend(find_suspension(node, quiet=self.quiet))
 
     def stmt(self, stmt: _Stmt) -> None:
         if isinstance(stmt, cst.SimpleStatementLine):
@@ -305,7 +306,8 @@ class FlagStaleRestoreAcrossAwait(FactsCollector, Rule):
         node = facts.node
         if node.asynchronous is None:
             return
-        scan = _RestoreScan(StateNames.of(facts, self.module_names, include_params=False))
+        names = StateNames.of(facts, self.module_names, include_params=False)
+        scan = _RestoreScan(names, quiet=self.quiet)
         scan.block(block_body(node.body))
         for restore, state, saved, save, suspension in scan.found:
             self.report(
@@ -1551,7 +1553,10 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
             self._nested.add(id(node))
         elif facts.class_name is not None:
             self._methods.setdefault(facts.class_name, []).append(node)
-        if node.asynchronous is None or find_suspension(node.body, include_yield=False) is None:
+        if (
+            node.asynchronous is None
+            or find_suspension(node.body, include_yield=False, quiet=self.quiet) is None
+        ):
             return
         self.facts_stack.append(facts)
         try:
@@ -1585,7 +1590,7 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
             return
         # `yield` is left out: a consumer that mutates the container between items is a
         # plain iteration bug, not a concurrency one.
-        suspension = find_suspension(loop.body, include_yield=False)
+        suspension = find_suspension(loop.body, include_yield=False, quiet=self.quiet)
         if suspension is not None and not _leaves_after_each_suspension(block_body(loop.body)):
             depth = _split(container)[1]
             self._loops.append((loop, (key, depth), suspension, self.facts_stack[-1]))
