@@ -2148,7 +2148,11 @@ class FlagUnlockedCheckThenAct(FactsCollector, Rule):
         "lock (assigns, deletes or mutates in place), directly or in a helper called with "
         "the lock held, is reported, since state the code never writes under a lock is "
         "usually confined to one thread (code that takes its lock for every read as well "
-        "shows nothing by a read). A memo of data is left alone as IL101 leaves it. A "
+        "shows nothing by a read). Two exceptions: a method the class hands to a thread or an "
+        "executor (`self._pool.submit(self.refresh)`, `pool.map(self.visit, urls)`) is "
+        "reported whatever its class locks, and a lazy module singleton (`if _client is None: "
+        "_client = ...`) is reported in a module that creates another singleton under a lock. "
+        "A memo of data is left alone as IL101 leaves it. A "
         "private helper whose "
         "every caller in the class holds a lock, or one named `*_locked`/`*_unlocked` or "
         "asserting `lock.locked()`, runs under its caller's lock and is not reported. A lock "
@@ -2424,8 +2428,16 @@ class FlagUnlockedCheckThenAct(FactsCollector, Rule):
                 root = _root(finding.state, evidence)
                 found = evidence[root]
                 guarded = self._guarded_by_lock(finding.state, root, owner, found)
+                sibling = None
+                if guarded is False and root != "" and method in by_method:
+                    # The class locks other state, and this very method runs on a pool or
+                    # thread: the unlocked state is shared whatever the lock guards.
+                    found = by_method[method]
+                    guarded = None
                 if guarded is False:
-                    continue
+                    sibling = self._locked_sibling(finding, root)
+                    if sibling is None:
+                        continue
                 related = _related(finding, "")
                 if found is None:
                     what = f"the class `{owner}` is declared in `shared-classes`"
@@ -2434,6 +2446,8 @@ class FlagUnlockedCheckThenAct(FactsCollector, Rule):
                     what = f"the {where} uses `{found.what}`"
                     if guarded:
                         what += f" and writes `{_state_root(finding.state)}` under a lock"
+                    elif sibling is not None:
+                        what += f" and creates its other singleton `{sibling}` under a lock"
                     related.append(Related(found.node, f"{found.what} here: shared with threads"))
                 self.report(
                     finding.write,
@@ -2458,6 +2472,21 @@ class FlagUnlockedCheckThenAct(FactsCollector, Rule):
         if not (found.lock or facts.uses_locks):
             return None
         return _state_root(state) in facts.written
+
+    def _locked_sibling(self, finding: Finding, root: str) -> str | None:
+        """Return another module singleton written under a lock, when the finding is a lazy
+        module singleton (``if _client is None: _client = ...``) that is not.
+
+        The RacerD test (is the state written under a lock anywhere?) reads an unlocked
+        singleton as one the module never meant to share; but a module that locks the
+        creation of one singleton and not of its neighbour has forgotten the second lock
+        (issue 36's canonical case), so the neighbour is reported."""
+        if root != "" or not isinstance(finding.write, cst.Name):
+            return None
+        if finding.check.positive is None or "." in finding.state:
+            return None
+        others = sorted(self._scopes.written() - {finding.state} & self.module_names)
+        return others[0] if others else None
 
     def _shared(self) -> bool:
         return bool(self.context.shared_classes)
@@ -2534,11 +2563,11 @@ class FlagUnlockedCheckThenAct(FactsCollector, Rule):
         method = func.attr.value
         if method == "run_in_executor":
             return f"{render(func)}()"
-        if method == "submit":
+        if method in ("submit", "map"):
             receiver = dotted(func.value) or ""
             last = receiver.rsplit(".", 1)[-1].lower()
             if "executor" in last or "pool" in last:
-                return f"{receiver}.submit()"
+                return f"{receiver}.{method}()"
         return None
 
 
