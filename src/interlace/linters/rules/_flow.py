@@ -33,6 +33,7 @@ __all__ = (
     "module_level_names",
     "mutated_state",
     "render",
+    "shared_by_tasks",
     "store_targets",
 )
 
@@ -125,6 +126,22 @@ _EMPTY_MODULE = cst.Module(body=())
 def render(node: cst.CSTNode) -> str:
     """Return the source text of ``node`` on one line, for messages."""
     return " ".join(_EMPTY_MODULE.code_for_node(node).split())
+
+
+def shared_by_tasks(state: str, class_name: str | None, *, declared: bool = False) -> str:
+    """Return the clause a task-sharing finding gives for thinking ``state`` is shared.
+
+    Module state is shared by every task of the loop; for an attribute the rules cannot see
+    the callers that would share the object, so the clause says that it is assumed, unless
+    the class was declared in ``task-shared-classes``.
+    """
+    root = state.split(".", 1)[0]
+    if root not in ("self", "cls"):
+        return f"`{root}` is module state, which every task on the event loop shares"
+    owner = f"`{class_name}`" if class_name else "this object"
+    if declared:
+        return f"{owner} is declared in `task-shared-classes`"
+    return f"assuming concurrent tasks share one {owner}"
 
 
 def find_suspension(

@@ -47,6 +47,7 @@ from interlace.linters.rules._flow import (
     is_lock_expr,
     mutated_state,
     render,
+    shared_by_tasks,
     store_targets,
 )
 from interlace.linters.rules._locking import LockScope, released_by_finally
@@ -1715,10 +1716,10 @@ class FlagCheckThenActAcrossAwait(FactsCollector, Rule):
     )
     message: ClassVar[str] = (
         "`{state}` is written after a suspension point that follows its check, with no lock "
-        "held across both. Another task can change `{state}` while this one is suspended, so "
-        "the write acts on a stale check (two callers both create, both start, or overfill). "
-        "Hold one `asyncio.Lock` across the check and the write, or re-check `{state}` after "
-        "the last `await`."
+        "held across both ({shared}). Another task can change `{state}` while this one is "
+        "suspended, so the write acts on a stale check (two callers both create, both start, "
+        "or overfill). Hold one `asyncio.Lock` across the check and the write, or re-check "
+        "`{state}` after the last `await`."
     )
     why: ClassVar[str] = (
         "Single-threaded asyncio makes the code between two suspension points atomic, and "
@@ -1952,7 +1953,14 @@ class FlagCheckThenActAcrossAwait(FactsCollector, Rule):
                     continue
                 self.report(
                     finding.write,
-                    self.message.format(state=finding.state),
+                    self.message.format(
+                        state=finding.state,
+                        shared=shared_by_tasks(
+                            finding.state,
+                            facts.class_name,
+                            declared=self.context.sharing == "declared",
+                        ),
+                    ),
                     related=_related(finding, "the task can be suspended here"),
                 )
 
@@ -1971,10 +1979,11 @@ class FlagLazyInitAcrossAwait(FlagCheckThenActAcrossAwait):
     )
     message: ClassVar[str] = (
         "`{state}` is created or set up after a suspension point that follows the check that "
-        "found it missing, with no lock held across both. Two tasks that both find it missing "
-        "both create it: the second replaces the first, which leaks if it owns an external "
-        "resource (a process, a browser, a billed sandbox). If it owns such a resource, hold one "
-        "`asyncio.Lock` across the check and the write, or share one creating task."
+        "found it missing, with no lock held across both ({shared}). Two tasks that both find "
+        "it missing both create it: the second replaces the first, which leaks if it owns an "
+        "external resource (a process, a browser, a billed sandbox). If it owns such a "
+        "resource, hold one `asyncio.Lock` across the check and the write, or share one "
+        "creating task."
     )
     why: ClassVar[str] = (
         "This is IL101's check-then-act in its most common shape, lazy initialisation: one "

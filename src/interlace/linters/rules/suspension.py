@@ -33,6 +33,7 @@ from interlace.linters.rules._flow import (
     find_suspension,
     is_lock_expr,
     keyword,
+    shared_by_tasks,
 )
 
 __all__ = (
@@ -209,7 +210,8 @@ class FlagStaleRestoreAcrossAwait(FactsCollector, Rule):
         "a suspension point (including `yield` in an async context manager)."
     )
     message: ClassVar[str] = (
-        "`{state}` is restored from the copy saved in `{saved}` after a suspension point. A "
+        "`{state}` is restored from the copy saved in `{saved}` after a suspension point "
+        "({shared}). A "
         "value another task set while this one was suspended is overwritten with the stale "
         "copy. Keep per-task values in a `contextvars.ContextVar` (`token = var.set(new)` ... "
         "`var.reset(token)`), or restore only if `{state}` still holds the value this task set."
@@ -312,7 +314,13 @@ class FlagStaleRestoreAcrossAwait(FactsCollector, Rule):
         for restore, state, saved, save, suspension in scan.found:
             self.report(
                 restore,
-                self.message.format(state=state, saved=saved),
+                self.message.format(
+                    state=state,
+                    saved=saved,
+                    shared=shared_by_tasks(
+                        state, facts.class_name, declared=self.context.sharing == "declared"
+                    ),
+                ),
                 related=[
                     Related(save.node, f"`{state}` is saved to `{saved}` here"),
                     Related(suspension, "another task can write it while this one is suspended"),
@@ -1274,9 +1282,9 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
     )
     message: ClassVar[str] = (
         "`{state}` is iterated directly while the loop body suspends, and the module mutates "
-        "it in place elsewhere. Another task can add or remove elements during the `await`, "
-        "which raises `RuntimeError` for a dict or set and skips or repeats list elements. "
-        "Iterate over a snapshot taken before the loop, such as `list({state})`."
+        "it in place elsewhere ({shared}). Another task can add or remove elements during the "
+        "`await`, which raises `RuntimeError` for a dict or set and skips or repeats list "
+        "elements. Iterate over a snapshot taken before the loop, such as `list({state})`."
     )
     why: ClassVar[str] = (
         "While a loop body awaits, other tasks run, and one of them may subscribe, "
@@ -1758,7 +1766,12 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
                 continue
             self.report(
                 loop.iter,
-                self.message.format(state=state),
+                self.message.format(
+                    state=state,
+                    shared=shared_by_tasks(
+                        state, facts.class_name, declared=self.context.sharing == "declared"
+                    ),
+                ),
                 related=[
                     Related(suspension, "the loop body suspends here"),
                     Related(mutation, f"`{state}` is mutated in place here"),
