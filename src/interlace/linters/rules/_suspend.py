@@ -36,7 +36,6 @@ __all__ = ("quiet_awaits",)
 
 _QUEUES = frozenset({"asyncio.Queue", "asyncio.LifoQueue", "asyncio.PriorityQueue"})
 _HARMLESS_DECORATORS = frozenset({"staticmethod", "classmethod", "override"})
-_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
 _last: tuple[cst.Module, frozenset[int]] | None = None
 
@@ -51,22 +50,23 @@ def quiet_awaits(module: cst.Module) -> frozenset[int]:
     return quiet
 
 
-def _own(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """Yield the nodes of ``node``'s body, not descending into nested scopes."""
-    stack = list(children(node))
-    while stack:
-        current = stack.pop()
-        yield current
-        if not isinstance(current, _SCOPES):
-            stack.extend(children(current))
-
-
 @dataclass(slots=True)
 class _Class:
     node: cst.ClassDef
     bases: tuple[str, ...]
     methods: dict[str, cst.FunctionDef] = field(default_factory=dict)
     queues: set[str] = field(default_factory=set)
+
+
+@dataclass(slots=True)
+class _Function:
+    """What one walk of the module saw in one function's own body (not nested scopes)."""
+
+    awaits: list[cst.Await] = field(default_factory=list)
+    other_suspension: bool = False
+    has_yield: bool = False
+    bindings: dict[str, list[cst.BaseExpression | None]] = field(default_factory=dict)
+    """Each name the function binds, with the values (``None`` where not known)."""
 
 
 @dataclass(slots=True)
@@ -78,6 +78,11 @@ class _Analysis:
     module_queues: set[str] = field(default_factory=set)
     owner: dict[int, _Class | None] = field(default_factory=dict)
     """Each coroutine's class (``None`` for a module-level or nested function)."""
+    seen: dict[int, _Function] = field(default_factory=dict)
+    async_functions: list[cst.FunctionDef] = field(default_factory=list)
+    attributes: dict[int, dict[str, list[cst.BaseExpression]]] = field(default_factory=dict)
+    """Per class (by id), what its methods assign to each ``self.X``."""
+    derived: dict[tuple[int, int], bool] = field(default_factory=dict)
 
     def run(self) -> frozenset[int]:
         self._collect()
@@ -104,34 +109,89 @@ class _Analysis:
     # -- collection ------------------------------------------------------------------------
 
     def _collect(self) -> None:
-        stack: list[tuple[cst.CSTNode, _Class | None]] = [(self.module, None)]
+        # One walk: each node with its innermost class and function (a nested function is
+        # its own scope; a method's class is the class whose body holds it).
+        stack: list[tuple[cst.CSTNode, _Class | None, cst.FunctionDef | None]] = [
+            (self.module, None, None)
+        ]
         while stack:
-            node, cls = stack.pop()
+            node, cls, function = stack.pop()
+            record = self.seen[id(function)] if function is not None else None
             for child in children(node):
                 if isinstance(child, (cst.Import, cst.ImportFrom)):
                     self.aliases.add(child)
                 if isinstance(child, cst.ClassDef):
                     info = _Class(child, tuple(b for b in map(_base, child.bases) if b))
                     self.classes.setdefault(child.name.value, info)
-                    stack.append((child, info))
+                    stack.append((child, info, None))
                     continue
                 if isinstance(child, cst.FunctionDef):
-                    if cls is not None and node is cls.node.body:
+                    if record is not None:
+                        record.bindings.setdefault(child.name.value, []).append(None)
+                    if cls is not None and function is None and node is cls.node.body:
                         cls.methods[child.name.value] = child
                         self.owner[id(child)] = cls
-                    elif node is self.module:
-                        self.functions[child.name.value] = child
-                        self.owner[id(child)] = None
                     else:
-                        self.owner.setdefault(id(child), None)
-                    stack.append((child, cls))
+                        if node is self.module:
+                            self.functions[child.name.value] = child
+                        self.owner[id(child)] = None
+                    own = _Function()
+                    for param in (*child.params.params, *child.params.kwonly_params):
+                        own.bindings.setdefault(param.name.value, []).append(None)
+                    self.seen[id(child)] = own
+                    if child.asynchronous is not None:
+                        self.async_functions.append(child)
+                    stack.append((child, cls if function is None else None, child))
                     continue
-                stack.append((child, cls))
+                if isinstance(child, cst.Lambda):
+                    continue
+                if record is not None:
+                    self._note(child, record, cls, function)
+                stack.append((child, cls, function))
         for name, stmt in self._module_assignments():
             if self._unbounded_queue(stmt):
                 self.module_queues.add(name)
         for cls in self.classes.values():
             self._class_queues(cls)
+
+    def _note(
+        self,
+        node: cst.CSTNode,
+        record: _Function,
+        cls: _Class | None,
+        function: cst.FunctionDef | None,
+    ) -> None:
+        """Record one node of a function's own body."""
+        if isinstance(node, cst.Await):
+            record.awaits.append(node)
+        elif isinstance(node, (cst.With, cst.For, cst.CompFor)) and node.asynchronous:
+            record.other_suspension = True
+        elif isinstance(node, cst.Yield):
+            record.has_yield = True
+        targets: list[cst.BaseExpression] = []
+        value: cst.BaseExpression | None = None
+        if isinstance(node, cst.Assign):
+            targets, value = [t.target for t in node.targets], node.value
+        elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
+            targets, value = [node.target], node.value
+        elif isinstance(node, (cst.For, cst.CompFor, cst.NamedExpr)):
+            targets = [node.target]
+        elif isinstance(node, cst.AsName):
+            targets = [node.name]
+        elif isinstance(node, (cst.Global, cst.Nonlocal)):
+            for item in node.names:
+                record.bindings.setdefault(item.name.value, []).append(None)
+        for target in targets:
+            if isinstance(target, cst.Name):
+                record.bindings.setdefault(target.value, []).append(value)
+            elif isinstance(target, (cst.Tuple, cst.List, cst.StarredElement)):
+                for name in _names_in(target):
+                    record.bindings.setdefault(name, []).append(None)
+            elif cls is not None and function is not None and self.owner.get(id(function)) is cls:
+                attribute = _self_attr(target)
+                if attribute is not None:
+                    values = self.attributes.setdefault(id(cls), {})
+                    values.setdefault(attribute, []).append(value or cst.Name("object"))
 
     def _module_assignments(self) -> Iterator[tuple[str, cst.BaseExpression]]:
         for stmt in self.module.body:
@@ -161,20 +221,8 @@ class _Analysis:
                         and small.value is not None
                     ):
                         values.setdefault(small.target.value, []).append(small.value)
-        for method in cls.methods.values():
-            for node in _own(method):
-                targets: list[cst.BaseExpression] = []
-                value: cst.BaseExpression | None = None
-                if isinstance(node, cst.Assign):
-                    targets = [t.target for t in node.targets]
-                    value = node.value
-                elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
-                    targets = [node.target]
-                    value = node.value
-                for target in targets:
-                    name = _self_attr(target)
-                    if name is not None:
-                        values.setdefault(name, []).append(value or cst.Name("object"))
+        for name, assigned in self.attributes.get(id(cls), {}).items():
+            values.setdefault(name, []).extend(assigned)
         for name, assigned in values.items():
             built = [v for v in assigned if not (isinstance(v, cst.Name) and v.value == "None")]
             if built and all(self._unbounded_queue(v) for v in built):
@@ -216,28 +264,18 @@ class _Analysis:
                 return False
         if _is_stub(function):
             return False
-        # An async generator is driven by `async for`, which this analysis does not follow.
-        return not any(isinstance(n, cst.Yield) for n in _own(function.body))
+        # An async generator is driven by `async for`, which this analysis does not follow;
+        # `async with` and `async for` themselves are assumed to suspend.
+        record = self.seen[id(function)]
+        return not record.has_yield and not record.other_suspension
 
-    def _suspensions(self, function: cst.FunctionDef) -> Iterator[cst.CSTNode]:
-        for node in _own(function.body):
-            asynchronous = isinstance(node, (cst.With, cst.For, cst.CompFor)) and node.asynchronous
-            if isinstance(node, cst.Await) or asynchronous:
-                yield node
+    def _suspensions(self, function: cst.FunctionDef) -> list[cst.Await]:
+        return self.seen[id(function)].awaits
 
     def _all_awaits(self) -> Iterator[tuple[cst.FunctionDef, cst.Await]]:
-        for function in self._every_function():
-            for node in _own(function.body):
-                if isinstance(node, cst.Await):
-                    yield function, node
-
-    def _every_function(self) -> Iterator[cst.FunctionDef]:
-        stack: list[cst.CSTNode] = [self.module]
-        while stack:
-            node = stack.pop()
-            if isinstance(node, cst.FunctionDef) and node.asynchronous is not None:
-                yield node
-            stack.extend(children(node))
+        for function in self.async_functions:
+            for node in self.seen[id(function)].awaits:
+                yield function, node
 
     def _quiet(self, node: cst.CSTNode, function: cst.FunctionDef, quiet: set[int]) -> bool:
         """Say whether one suspension-point candidate cannot suspend."""
@@ -250,15 +288,16 @@ class _Analysis:
         cls = self.owner.get(id(function))
         if isinstance(func, cst.Attribute) and func.attr.value == "put":
             receiver = func.value
-            if isinstance(receiver, cst.Name) and receiver.value in self.module_queues:
-                return not _rebound_locally(function, receiver.value)
-            if isinstance(receiver, cst.Name) and _local_queue(function, receiver.value, self):
-                return True
+            if isinstance(receiver, cst.Name):
+                local = self.seen[id(function)].bindings.get(receiver.value)
+                if local is None:
+                    return receiver.value in self.module_queues
+                return all(v is not None and self._unbounded_queue(v) for v in local)
             name = _self_attr(receiver)
             return name is not None and cls is not None and self._holds_queue(cls, name)
         target: cst.FunctionDef | None = None
         if isinstance(func, cst.Name):
-            if _rebound_locally(function, func.value):
+            if func.value in self.seen[id(function)].bindings:
                 return False
             target = self.functions.get(func.value)
         else:
@@ -278,7 +317,10 @@ class _Analysis:
         return target is not None and id(target) in quiet
 
     def _derives(self, sub: _Class, base: _Class) -> bool:
-        return any(c is base for c in self._mro(sub)) and sub is not base
+        key = (id(sub), id(base))
+        if key not in self.derived:
+            self.derived[key] = sub is not base and any(c is base for c in self._mro(sub))
+        return self.derived[key]
 
     def _mro(self, cls: _Class) -> Iterator[_Class]:
         seen: set[str] = set()
@@ -346,48 +388,11 @@ def _is_stub(function: cst.FunctionDef) -> bool:
     return True
 
 
-def _binds(target: cst.CSTNode, name: str) -> bool:
+def _names_in(target: cst.BaseExpression) -> Iterator[str]:
     if isinstance(target, cst.Name):
-        return target.value == name
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return any(_binds(element.value, name) for element in target.elements)
-    return isinstance(target, cst.StarredElement) and _binds(target.value, name)
-
-
-def _assigned_values(function: cst.FunctionDef, name: str) -> list[cst.BaseExpression | None]:
-    """Return what ``function`` binds ``name`` to (``None`` where the value is unknown)."""
-    values: list[cst.BaseExpression | None] = []
-    for param in (*function.params.params, *function.params.kwonly_params):
-        if param.name.value == name:
-            values.append(None)
-    for node in _own(function.body):
-        if isinstance(node, cst.Assign):
-            for assign_target in node.targets:
-                if isinstance(assign_target.target, cst.Name):
-                    if assign_target.target.value == name:
-                        values.append(node.value)
-                elif _binds(assign_target.target, name):
-                    values.append(None)
-        elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
-            if _binds(node.target, name):
-                values.append(node.value)
-        elif isinstance(node, (cst.For, cst.CompFor, cst.NamedExpr)):
-            if _binds(node.target, name):
-                values.append(None)
-        elif isinstance(node, cst.AsName):
-            if _binds(node.name, name):
-                values.append(None)
-        elif isinstance(node, (cst.Global, cst.Nonlocal)) and any(
-            n.name.value == name for n in node.names
-        ):
-            values.append(None)
-    return values
-
-
-def _rebound_locally(function: cst.FunctionDef, name: str) -> bool:
-    return bool(_assigned_values(function, name))
-
-
-def _local_queue(function: cst.FunctionDef, name: str, analysis: _Analysis) -> bool:
-    values = _assigned_values(function, name)
-    return bool(values) and all(v is not None and analysis._unbounded_queue(v) for v in values)
+        yield target.value
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            yield from _names_in(element.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from _names_in(target.value)
