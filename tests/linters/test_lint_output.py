@@ -34,6 +34,7 @@ from interlace.linters._output import (
 )
 from interlace.linters.messages import MESSAGES
 from interlace.linters.rules import all_rules
+from interlace.linters.rules._flow import shared_by_tasks
 
 SCHEMA = Path(__file__).parent / "sarif-schema-2.1.0.json"
 
@@ -60,7 +61,9 @@ def text(source: str, *codes: str) -> str:
     return format_text(lint_source(textwrap.dedent(source), rules, filename="a.py").findings)
 
 
-IL101_PARTS = message_parts(MESSAGES["IL101"].format(state="self.cache"))
+IL101_PARTS = message_parts(
+    MESSAGES["IL101"].format(state="self.cache", shared=shared_by_tasks("self.cache", "Agent"))
+)
 
 
 def test_text_format_is_ruffs_full_format_with_related_locations_inline() -> None:

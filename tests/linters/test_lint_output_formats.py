@@ -34,6 +34,7 @@ from interlace.linters._output import (
 from interlace.linters.cli import lint_main
 from interlace.linters.messages import MESSAGES
 from interlace.linters.rules import rules_by_code
+from interlace.linters.rules._flow import shared_by_tasks
 
 NEW_FORMATS = ["json-lines", "junit", "pylint", "azure", "grouped", "rdjson"]
 
@@ -60,7 +61,7 @@ PRIMITIVE = "import asyncio\nLOCK = asyncio.Lock()\n"
 SPECIAL = "d&<\"'é;]%"
 """A directory name with what XML, Azure's logging commands and JSON must each escape."""
 
-IL101 = MESSAGES["IL101"].format(state="self.cache")
+IL101 = MESSAGES["IL101"].format(state="self.cache", shared=shared_by_tasks("self.cache", "Agent"))
 IL001 = MESSAGES["IL001"].format(codes="IL101", verb="suppresses")
 IL201 = lint_source(PRIMITIVE, [rules_by_code()["IL201"]], filename="c.py").findings[0].message
 CHECKED = "`self.cache` is checked here"

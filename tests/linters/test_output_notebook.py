@@ -42,6 +42,7 @@ from interlace.linters._output import (
 )
 from interlace.linters.messages import MESSAGES
 from interlace.linters.rules import all_rules
+from interlace.linters.rules._flow import shared_by_tasks
 
 SCHEMA = Path(__file__).parent / "sarif-schema-2.1.0.json"
 
@@ -57,7 +58,7 @@ CELL_LINES = (
 )
 """The code of cell 3 of the notebook (cell 1 is markdown, cell 2 sets up the cache)."""
 
-IL101 = MESSAGES["IL101"].format(state="self.cache")
+IL101 = MESSAGES["IL101"].format(state="self.cache", shared=shared_by_tasks("self.cache", "Agent"))
 WHAT, WHY, INSTEAD = message_parts(IL101)
 CHECKED = "`self.cache` is checked here"
 SUSPENDED = "the task can be suspended here"

@@ -8,6 +8,7 @@ import libcst as cst
 import pytest
 
 from interlace.linters._rule import LintContext, Report, Rule
+from interlace.linters.rules._flow import shared_by_tasks
 from interlace.linters.rules.check_then_act import (
     FlagCheckThenActAcrossAwait,
     FlagLazyInitAcrossAwait,
@@ -91,7 +92,7 @@ def test_il104_reports_the_write_with_the_check_and_suspension_as_related() -> N
 
 @pytest.mark.parametrize("rule", [FlagCheckThenActAcrossAwait, FlagLazyInitAcrossAwait])
 def test_il101_and_il104_messages_have_the_three_part_shape(rule: type[Rule]) -> None:
-    message = rule.message.format(state="self.x")
+    message = rule.message.format(state="self.x", shared=shared_by_tasks("self.x", "A"))
     assert message.count(". ") >= 2
     assert message.endswith(".")
 
@@ -593,3 +594,23 @@ def test_il102_skips_init() -> None:
 )
 def test_rules_do_not_raise_on_odd_code(rule: type[Rule], source: str) -> None:
     lint(rule, source)
+
+
+@pytest.mark.parametrize(
+    ("source", "clause"),
+    [
+        (
+            "class Pool:\n    async def get(self):\n        if not self.conns:\n"
+            "            await g()\n            self.conns.append(1)\n",
+            "(assuming concurrent tasks share one `Pool`)",
+        ),
+        (
+            "_conns = []\nasync def get():\n    if not _conns:\n"
+            "        await g()\n        _conns.append(1)\n",
+            "(`_conns` is module state, which every task on the event loop shares)",
+        ),
+    ],
+)
+def test_il101_message_says_why_the_state_is_taken_to_be_shared(source: str, clause: str) -> None:
+    (found,) = lint(FlagCheckThenActAcrossAwait, source)
+    assert f"with no lock held across both {clause}. " in found.message

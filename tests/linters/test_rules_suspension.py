@@ -77,7 +77,8 @@ def test_il301_reports_seed_000_state_context_restore_with_save_and_yield() -> N
         ("yield", "another task can write it while this one is suspended"),
     ]
     assert found.message.startswith(
-        "`self.state` is restored from the copy saved in `old_state` after a suspension point."
+        "`self.state` is restored from the copy saved in `old_state` after a suspension point "
+        "(assuming concurrent tasks share one `BaseAgent`)."
     )
 
 

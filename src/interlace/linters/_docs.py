@@ -28,6 +28,80 @@ it is reported (see [lint.md](lint.md#suppressing-findings)).
 """
 
 
+_SUSPENSION_ROWS = (
+    (
+        "`await` of anything this module does not define (`await client.get(url)`, `await fut`)",
+        "yes",
+        "unknown code may wait",
+    ),
+    (
+        "`await asyncio.sleep(0)` (or any `sleep`)",
+        "yes",
+        "it yields to the loop once, by design",
+    ),
+    (
+        "`async with x:` / `async for ...` / an async comprehension",
+        "yes",
+        "`__aenter__`, `__aexit__` and `__anext__` are not followed",
+    ),
+    (
+        "`yield` in an `async def` (IL101, IL301)",
+        "yes",
+        "the consumer may run other tasks before it resumes",
+    ),
+    (
+        "`await q.put(item)` where `q` is an `asyncio.Queue`, `LifoQueue` or `PriorityQueue` "
+        "built without a bound (`Queue()`, `Queue(0)`, `Queue(maxsize=-1)`, "
+        "`field(default_factory=asyncio.Queue)`) in this module, class or function, and never "
+        "bound to anything else there",
+        "no",
+        "`put()` waits only while the queue is full, and an unbounded queue never is",
+    ),
+    (
+        "`await q.put(item)` on a bounded queue or one passed in from outside",
+        "yes",
+        "it waits while the queue is full",
+    ),
+    (
+        "`await helper()` / `await self.helper()` where the coroutine is defined in this module "
+        "(the class or a base class in the module) and each `await` in its body cannot suspend, "
+        "following helpers of helpers",
+        "no",
+        "a coroutine that never suspends runs to completion inside its caller's step",
+    ),
+    (
+        "the same, when a subclass in the module overrides the method with one that can suspend",
+        "yes",
+        "the call may dispatch to the override",
+    ),
+    (
+        "`await` of a decorated coroutine, an abstract one, a stub (`...`, `pass`, `raise "
+        "NotImplementedError`), an async generator's step, or a call through `super()`",
+        "yes",
+        "what runs is not in the body the rule sees",
+    ),
+)
+"""What the rules assume about each kind of suspension point: written, suspends?, why."""
+
+
+_SUSPENSION = (
+    """
+## What counts as a suspension point
+
+IL101, IL104, IL301 and IL303 report only across a point where the running task can hand
+control to the event loop. The rules decide that from the module's own code, without running
+it:
+
+"""
+    + "| written | assumed to suspend? | why |\n|---|---|---|\n"
+    + "".join(f"| {w} | {s} | {y} |\n" for w, s, y in _SUSPENSION_ROWS)
+    + """
+Calls are followed within one module; a coroutine defined in another module of the package
+is assumed to suspend.
+"""
+)
+
+
 def render_rules_markdown() -> str:
     """Return the Markdown of docs/rules.md for the registered rules."""
     rules = all_rules()
@@ -38,7 +112,7 @@ def render_rules_markdown() -> str:
         f"\n## {r.code} {r.name}\n\nMessage template: {r.message}\n\n{rule_markdown(r)}"
         for r in rules
     )
-    return _HEADER + table + sections
+    return _HEADER + table + _SUSPENSION + sections
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -264,6 +264,14 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--explain", metavar="CODE", help="explain a rule: what, why, examples, when to suppress"
     )
+    parser.add_argument(
+        "--emit-test",
+        metavar="DIR",
+        help=(
+            "write, for each IL101/IL102/IL104/IL301/IL303 finding in a class, a pytest file "
+            "into DIR that races the two calls under @pytest.mark.interlace (docs/lint.md)"
+        ),
+    )
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -1181,10 +1189,26 @@ def _lint(
     # --fix-only reports no finding, but still the files that could not be linted.
     findings = [] if args.fix_only else result.findings
     _report(findings, result, args, output)
+    if args.emit_test:
+        _emit(findings, Path(args.emit_test), log)
     _print_errors(result.errors, problems)
     _summary(result, args, log)
     return _exit_code(
         result.errors, len(findings), result.fixed, args, log, checking=not args.fix_only
+    )
+
+
+def _emit(findings: Sequence[Finding], directory: Path, log: TextIO) -> None:
+    """``--emit-test``: write the confirming tests and say how many run as written."""
+    from interlace.linters._emit import emit_tests
+
+    summary = emit_tests(list(findings), directory)
+    edit = len(summary.written) - summary.runnable
+    print(
+        f"interlace lint: wrote {len(summary.written)} test file(s) to {directory} "
+        f"({summary.runnable} run as written, {edit} need the lines marked EDIT; "
+        f"{summary.skipped} finding(s) outside a class method got none)",
+        file=log,
     )
 
 

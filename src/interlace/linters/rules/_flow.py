@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Set
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -33,6 +33,7 @@ __all__ = (
     "module_level_names",
     "mutated_state",
     "render",
+    "shared_by_tasks",
     "store_targets",
 )
 
@@ -127,17 +128,36 @@ def render(node: cst.CSTNode) -> str:
     return " ".join(_EMPTY_MODULE.code_for_node(node).split())
 
 
-def find_suspension(node: cst.CSTNode, *, include_yield: bool = True) -> cst.CSTNode | None:
+def shared_by_tasks(state: str, class_name: str | None, *, declared: bool = False) -> str:
+    """Return the clause a task-sharing finding gives for thinking ``state`` is shared.
+
+    Module state is shared by every task of the loop; for an attribute the rules cannot see
+    the callers that would share the object, so the clause says that it is assumed, unless
+    the class was declared in ``task-shared-classes``.
+    """
+    root = state.split(".", 1)[0]
+    if root not in ("self", "cls"):
+        return f"`{root}` is module state, which every task on the event loop shares"
+    owner = f"`{class_name}`" if class_name else "this object"
+    if declared:
+        return f"{owner} is declared in `task-shared-classes`"
+    return f"assuming concurrent tasks share one {owner}"
+
+
+def find_suspension(
+    node: cst.CSTNode, *, include_yield: bool = True, quiet: Set[int] = frozenset()
+) -> cst.CSTNode | None:
     """Return the first suspension point inside ``node`` (not in nested scopes), or ``None``.
 
     Suspension points are ``await``, ``async with``, ``async for``, async comprehensions and,
     with ``include_yield``, ``yield`` (inside an ``async def`` it hands control to the consumer,
-    which may run other tasks before it resumes the generator).
+    which may run other tasks before it resumes the generator). An ``await`` whose id is in
+    ``quiet`` cannot suspend (see ``_suspend.quiet_awaits``) and is skipped.
     """
     stack = [node]
     while stack:
         current = stack.pop()
-        if isinstance(current, cst.Await):
+        if isinstance(current, cst.Await) and id(current) not in quiet:
             return current
         if isinstance(current, (cst.With, cst.For, cst.CompFor)) and current.asynchronous:
             return current
@@ -277,7 +297,8 @@ class FactsCollector:
     """Mixin for rules: keeps a stack of :class:`FunctionFacts` during the traversal.
 
     Subclasses get ``self.facts_stack`` (innermost function last), ``self.class_stack``,
-    ``self.aliases`` and ``self.module_names``; they override :meth:`function_done`, called when
+    ``self.aliases``, ``self.module_names`` and ``self.quiet`` (the ``await`` nodes that cannot
+    suspend); they override :meth:`function_done`, called when
     a function's traversal ends and its facts are complete.
     """
 
@@ -287,9 +308,14 @@ class FactsCollector:
         self.class_stack: list[str] = []
         self.aliases = ImportAliases()
         self.module_names: frozenset[str] = frozenset()
+        self.quiet: frozenset[int] = frozenset()
 
     def visit_Module(self, node: cst.Module) -> None:
+        # Imported here: `_suspend` builds on this module's helpers.
+        from interlace.linters.rules._suspend import quiet_awaits
+
         self.module_names = module_level_names(node)
+        self.quiet = quiet_awaits(node)
 
     def visit_Import(self, node: cst.Import) -> None:
         self.aliases.add(node)

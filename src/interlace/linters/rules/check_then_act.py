@@ -47,6 +47,7 @@ from interlace.linters.rules._flow import (
     is_lock_expr,
     mutated_state,
     render,
+    shared_by_tasks,
     store_targets,
 )
 from interlace.linters.rules._locking import LockScope, released_by_finally
@@ -936,6 +937,7 @@ class CheckThenActFlow:
             suspension point (IL101).
         accept: which state keys may be reported (IL102 filters by the evidence it has).
         is_lock: says whether a ``with`` item or an ``acquire()`` receiver is a lock.
+        quiet: ids of the ``await`` nodes that cannot suspend (``_suspend.quiet_awaits``).
     """
 
     def __init__(
@@ -945,8 +947,10 @@ class CheckThenActFlow:
         threaded: bool,
         accept: Callable[[str], bool] = lambda key: True,
         is_lock: Callable[[cst.BaseExpression], bool] = is_lock_expr,
+        quiet: frozenset[int] = frozenset(),
     ) -> None:
         self.names = names
+        self.quiet = quiet
         self.threaded = threaded
         self.accept = accept
         self.is_lock = is_lock
@@ -1091,6 +1095,8 @@ class CheckThenActFlow:
             return
         if isinstance(node, cst.Await):
             self._expr(node.expression, state)
+            if id(node) in self.quiet:
+                return
             state.update(_suspended(state, node))
             self._stale()
             return
@@ -1308,7 +1314,7 @@ class CheckThenActFlow:
         self._breaks.append([])
         out = self._block(body, {**entry, **fresh})
         if any(check.suspension is None for check in entry.values()):
-            suspension = find_suspension(suite)
+            suspension = find_suspension(suite, quiet=self.quiet)
             if suspension is not None:
                 self._stale()
                 again = self._block(body, {**_suspended(entry, suspension), **fresh})
@@ -1376,7 +1382,7 @@ class CheckThenActFlow:
             self._manual.setdefault(name, self._acquire())
         entry = dict(state)
         body = self._block(block_body(stmt.body), dict(state))
-        suspension = find_suspension(stmt.body)
+        suspension = find_suspension(stmt.body, quiet=self.quiet)
         if suspension is not None:
             self._stale()
         handler_in = _merge(_suspended(entry, suspension) if suspension else entry, body) or {}
@@ -1710,10 +1716,10 @@ class FlagCheckThenActAcrossAwait(FactsCollector, Rule):
     )
     message: ClassVar[str] = (
         "`{state}` is written after a suspension point that follows its check, with no lock "
-        "held across both. Another task can change `{state}` while this one is suspended, so "
-        "the write acts on a stale check (two callers both create, both start, or overfill). "
-        "Hold one `asyncio.Lock` across the check and the write, or re-check `{state}` after "
-        "the last `await`."
+        "held across both ({shared}). Another task can change `{state}` while this one is "
+        "suspended, so the write acts on a stale check (two callers both create, both start, "
+        "or overfill). Hold one `asyncio.Lock` across the check and the write, or re-check "
+        "`{state}` after the last `await`."
     )
     why: ClassVar[str] = (
         "Single-threaded asyncio makes the code between two suspension points atomic, and "
@@ -1916,12 +1922,12 @@ class FlagCheckThenActAcrossAwait(FactsCollector, Rule):
         node = facts.node
         if node.asynchronous is None or _TEARDOWN.match(node.name.value.lstrip("_")):
             return
-        if node.name.value == "__anext__" or find_suspension(node.body) is None:
+        if node.name.value == "__anext__" or find_suspension(node.body, quiet=self.quiet) is None:
             return
         if any(isinstance(n, cst.Yield) for n in _own_nodes(node.body)):
             return
         names = StateNames.of(facts, self.module_names, include_params=False)
-        findings = CheckThenActFlow(names, threaded=False).run(node)
+        findings = CheckThenActFlow(names, threaded=False, quiet=self.quiet).run(node)
         if findings:
             self._found.append((facts, findings))
 
@@ -1947,7 +1953,14 @@ class FlagCheckThenActAcrossAwait(FactsCollector, Rule):
                     continue
                 self.report(
                     finding.write,
-                    self.message.format(state=finding.state),
+                    self.message.format(
+                        state=finding.state,
+                        shared=shared_by_tasks(
+                            finding.state,
+                            facts.class_name,
+                            declared=self.context.sharing == "declared",
+                        ),
+                    ),
                     related=_related(finding, "the task can be suspended here"),
                 )
 
@@ -1966,10 +1979,11 @@ class FlagLazyInitAcrossAwait(FlagCheckThenActAcrossAwait):
     )
     message: ClassVar[str] = (
         "`{state}` is created or set up after a suspension point that follows the check that "
-        "found it missing, with no lock held across both. Two tasks that both find it missing "
-        "both create it: the second replaces the first, which leaks if it owns an external "
-        "resource (a process, a browser, a billed sandbox). If it owns such a resource, hold one "
-        "`asyncio.Lock` across the check and the write, or share one creating task."
+        "found it missing, with no lock held across both ({shared}). Two tasks that both find "
+        "it missing both create it: the second replaces the first, which leaks if it owns an "
+        "external resource (a process, a browser, a billed sandbox). If it owns such a "
+        "resource, hold one `asyncio.Lock` across the check and the write, or share one "
+        "creating task."
     )
     why: ClassVar[str] = (
         "This is IL101's check-then-act in its most common shape, lazy initialisation: one "
@@ -2143,7 +2157,11 @@ class FlagUnlockedCheckThenAct(FactsCollector, Rule):
         "lock (assigns, deletes or mutates in place), directly or in a helper called with "
         "the lock held, is reported, since state the code never writes under a lock is "
         "usually confined to one thread (code that takes its lock for every read as well "
-        "shows nothing by a read). A memo of data is left alone as IL101 leaves it. A "
+        "shows nothing by a read). Two exceptions: a method the class hands to a thread or an "
+        "executor (`self._pool.submit(self.refresh)`, `pool.map(self.visit, urls)`) is "
+        "reported whatever its class locks, and a lazy module singleton (`if _client is None: "
+        "_client = ...`) is reported in a module that creates another singleton under a lock. "
+        "A memo of data is left alone as IL101 leaves it. A "
         "private helper whose "
         "every caller in the class holds a lock, or one named `*_locked`/`*_unlocked` or "
         "asserting `lock.locked()`, runs under its caller's lock and is not reported. A lock "
@@ -2419,8 +2437,16 @@ class FlagUnlockedCheckThenAct(FactsCollector, Rule):
                 root = _root(finding.state, evidence)
                 found = evidence[root]
                 guarded = self._guarded_by_lock(finding.state, root, owner, found)
+                sibling = None
+                if guarded is False and root != "" and method in by_method:
+                    # The class locks other state, and this very method runs on a pool or
+                    # thread: the unlocked state is shared whatever the lock guards.
+                    found = by_method[method]
+                    guarded = None
                 if guarded is False:
-                    continue
+                    sibling = self._locked_sibling(finding, root)
+                    if sibling is None:
+                        continue
                 related = _related(finding, "")
                 if found is None:
                     what = f"the class `{owner}` is declared in `shared-classes`"
@@ -2429,6 +2455,8 @@ class FlagUnlockedCheckThenAct(FactsCollector, Rule):
                     what = f"the {where} uses `{found.what}`"
                     if guarded:
                         what += f" and writes `{_state_root(finding.state)}` under a lock"
+                    elif sibling is not None:
+                        what += f" and creates its other singleton `{sibling}` under a lock"
                     related.append(Related(found.node, f"{found.what} here: shared with threads"))
                 self.report(
                     finding.write,
@@ -2453,6 +2481,21 @@ class FlagUnlockedCheckThenAct(FactsCollector, Rule):
         if not (found.lock or facts.uses_locks):
             return None
         return _state_root(state) in facts.written
+
+    def _locked_sibling(self, finding: Finding, root: str) -> str | None:
+        """Return another module singleton written under a lock, when the finding is a lazy
+        module singleton (``if _client is None: _client = ...``) that is not.
+
+        The RacerD test (is the state written under a lock anywhere?) reads an unlocked
+        singleton as one the module never meant to share; but a module that locks the
+        creation of one singleton and not of its neighbour has forgotten the second lock
+        (issue 36's canonical case), so the neighbour is reported."""
+        if root != "" or not isinstance(finding.write, cst.Name):
+            return None
+        if finding.check.positive is None or "." in finding.state:
+            return None
+        others = sorted(self._scopes.written() - {finding.state} & self.module_names)
+        return others[0] if others else None
 
     def _shared(self) -> bool:
         return bool(self.context.shared_classes)
@@ -2529,11 +2572,11 @@ class FlagUnlockedCheckThenAct(FactsCollector, Rule):
         method = func.attr.value
         if method == "run_in_executor":
             return f"{render(func)}()"
-        if method == "submit":
+        if method in ("submit", "map"):
             receiver = dotted(func.value) or ""
             last = receiver.rsplit(".", 1)[-1].lower()
             if "executor" in last or "pool" in last:
-                return f"{receiver}.submit()"
+                return f"{receiver}.{method}()"
         return None
 
 

@@ -33,6 +33,7 @@ from interlace.linters.rules._flow import (
     find_suspension,
     is_lock_expr,
     keyword,
+    shared_by_tasks,
 )
 
 __all__ = (
@@ -74,6 +75,7 @@ class _RestoreScan:
     """
 
     names: StateNames
+    quiet: frozenset[int] = frozenset()
     saves: dict[str, _Save] = field(default_factory=dict)
     windows: dict[str, cst.CSTNode | None] = field(default_factory=dict)
     held: list[int] = field(default_factory=list)
@@ -95,7 +97,7 @@ class _RestoreScan:
 
     def events(self, node: cst.CSTNode | None) -> None:
         if node is not None:
-            self.suspend(find_suspension(node))
+            self.suspend(find_suspension(node, quiet=self.quiet))
 
     def stmt(self, stmt: _Stmt) -> None:
         if isinstance(stmt, cst.SimpleStatementLine):
@@ -208,7 +210,8 @@ class FlagStaleRestoreAcrossAwait(FactsCollector, Rule):
         "a suspension point (including `yield` in an async context manager)."
     )
     message: ClassVar[str] = (
-        "`{state}` is restored from the copy saved in `{saved}` after a suspension point. A "
+        "`{state}` is restored from the copy saved in `{saved}` after a suspension point "
+        "({shared}). A "
         "value another task set while this one was suspended is overwritten with the stale "
         "copy. Keep per-task values in a `contextvars.ContextVar` (`token = var.set(new)` ... "
         "`var.reset(token)`), or restore only if `{state}` still holds the value this task set."
@@ -305,12 +308,19 @@ class FlagStaleRestoreAcrossAwait(FactsCollector, Rule):
         node = facts.node
         if node.asynchronous is None:
             return
-        scan = _RestoreScan(StateNames.of(facts, self.module_names, include_params=False))
+        names = StateNames.of(facts, self.module_names, include_params=False)
+        scan = _RestoreScan(names, quiet=self.quiet)
         scan.block(block_body(node.body))
         for restore, state, saved, save, suspension in scan.found:
             self.report(
                 restore,
-                self.message.format(state=state, saved=saved),
+                self.message.format(
+                    state=state,
+                    saved=saved,
+                    shared=shared_by_tasks(
+                        state, facts.class_name, declared=self.context.sharing == "declared"
+                    ),
+                ),
                 related=[
                     Related(save.node, f"`{state}` is saved to `{saved}` here"),
                     Related(suspension, "another task can write it while this one is suspended"),
@@ -849,7 +859,12 @@ class FlagPendingTasksNotCancelled(FactsCollector, Rule):
         "(seed 000's `stream()`). Every path out of the code after the wait, early returns, "
         "`break`, exceptions and loop iterations included, must cancel what is pending. "
         "Only tasks the function started count: `create_task`, `ensure_future` or "
-        "`asyncio.Task` inline in the list or bound to its own locals. A future another "
+        "`asyncio.Task` inline in the list or bound to its own locals, or a local list or set "
+        "whose every binding holds tasks it started (`tasks = [create_task(ask(p)) for p in "
+        "providers]`, or an empty list grown by `tasks.append(create_task(...))`); a "
+        "collection passed in, kept on `self` or rebound by the wait itself "
+        "(`done, pending = await asyncio.wait(pending, ...)` in a draining loop) is not. "
+        "A future another "
         "object returned (`conn.wait_ready()`) is not its to cancel; for targets before "
         "3.11 every call counts, since a coroutine in the list is wrapped into a new task. "
         "Cancelling, awaiting or handing off the pending set or one of those tasks handles "
@@ -999,17 +1014,11 @@ class FlagPendingTasksNotCancelled(FactsCollector, Rule):
                     related=[],
                 )
 
-    def _leak(self, call: cst.Call, facts: FunctionFacts) -> str | None:
-        """Return the pending set's name (``""`` if unnamed) when some path leaks it."""
-        path = _path_to(block_body(facts.node.body), call, None, "function")
-        if path is None:
-            return None
-        stmt = path[-1].stmts[path[-1].index]
-        done, pending = _wait_names(stmt, call)
-        # Only tasks this function created can leak from it: the wait's first argument must be
-        # a literal holding a task created inline or bound to a local of this function. A
-        # collection (`tasks`, `self._pending`) or parameters stay owned by someone else.
-        first = call.args[0].value if call.args else None
+    def _literal_tasks(
+        self, first: cst.BaseExpression | None, call: cst.Call, facts: FunctionFacts
+    ) -> tuple[set[str], bool] | None:
+        """Return the tasks a literal first argument holds (named ones, and whether some are
+        started inline), or ``None`` when it holds none this function started."""
         if not isinstance(first, (cst.List, cst.Tuple, cst.Set)):
             return None
         tasks = {
@@ -1024,14 +1033,36 @@ class FlagPendingTasksNotCancelled(FactsCollector, Rule):
             # ready" future, another object's task. Only a task this function started can
             # leak from it, and that is what the rule keeps (before 3.11 a bare coroutine
             # call in the list is wrapped into a new task, so every call counts there).
-            started = _started_tasks(facts.node)
-            tasks &= started
+            tasks &= _started_tasks(facts.node)
             anonymous = any(_starts_task(e.value) for e in first.elements)
         if not tasks and not anonymous:
             return None
         if len(first.elements) == 1 and keyword(call, "timeout") is None:
             return None  # one task and no timeout: the wait returns only when it is done
-        model = _Pending(pending, done, frozenset(tasks), anonymous, call)
+        return tasks, anonymous
+
+    def _leak(self, call: cst.Call, facts: FunctionFacts) -> str | None:
+        """Return the pending set's name (``""`` if unnamed) when some path leaks it."""
+        path = _path_to(block_body(facts.node.body), call, None, "function")
+        if path is None:
+            return None
+        stmt = path[-1].stmts[path[-1].index]
+        done, pending = _wait_names(stmt, call)
+        # Only tasks this function created can leak from it: the wait's first argument must be
+        # a literal holding a task created inline or bound to a local of this function, or a
+        # local collection of tasks it started (`_task_collection`). Another collection
+        # (`self._pending`, a parameter, one rebound by the wait) stays someone else's.
+        first = call.args[0].value if call.args else None
+        if isinstance(first, cst.Name) and _task_collection(facts.node, first.value):
+            # `tasks = [create_task(ask(p)) for p in providers]`: a local collection every
+            # binding of which holds tasks this function started; the collection stands for
+            # them, and cancelling through it (`for t in tasks: t.cancel()`) handles them.
+            model = _Pending(pending, done, frozenset({first.value}), True, call)
+        else:
+            found = self._literal_tasks(first, call, facts)
+            if found is None:
+                return None
+            model = _Pending(pending, done, frozenset(found[0]), found[1], call)
         model.collect_aliases(facts.node.body)
         model.collect_closures(facts.node.body)
         if model.handled_by(stmt):
@@ -1063,6 +1094,64 @@ class FlagPendingTasksNotCancelled(FactsCollector, Rule):
 
 
 _STARTS_TASK = frozenset({"create_task", "ensure_future", "Task"})
+
+
+def _task_collection(function: cst.FunctionDef, name: str) -> bool:
+    """Say whether every binding of the local ``name`` in ``function`` is a collection of
+    tasks it starts: a comprehension or display of started tasks, or an empty list or set
+    that only ``append``/``add`` of started tasks grow. A parameter, a loop target or an
+    unpacking (``done, pending = await asyncio.wait(pending)``) makes it someone else's."""
+    if any(p.name.value == name for p in (*function.params.params, *function.params.kwonly_params)):
+        return False
+    built = grown = False
+    for node in _walk(function.body):
+        value: cst.BaseExpression | None = None
+        if isinstance(node, cst.Assign):
+            for assigned in node.targets:
+                if isinstance(assigned.target, cst.Name) and assigned.target.value == name:
+                    value = node.value
+                elif name in _bound(assigned.target):
+                    return False
+        elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor)):
+            if name in _bound(node.target):
+                return False
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            receiver = node.func.value
+            if (
+                isinstance(receiver, cst.Name)
+                and receiver.value == name
+                and node.func.attr.value in ("append", "add")
+                and len(node.args) == 1
+            ):
+                if not _starts_task(node.args[0].value):
+                    return False
+                grown = True
+        if value is None:
+            continue
+        if isinstance(value, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+            if not _starts_task(value.elt):
+                return False
+            built = True
+        elif isinstance(value, (cst.List, cst.Set, cst.Tuple)) and value.elements:
+            if not all(_starts_task(e.value) for e in value.elements):
+                return False
+            built = True
+        elif _empty_collection(value):
+            continue
+        else:
+            return False
+    return built or grown
+
+
+def _empty_collection(value: cst.BaseExpression) -> bool:
+    if isinstance(value, (cst.List, cst.Tuple)):
+        return not value.elements
+    return (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Name)
+        and value.func.value in ("list", "set")
+        and not value.args
+    )
 
 
 def _starts_task(expr: cst.BaseExpression | None) -> bool:
@@ -1193,9 +1282,9 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
     )
     message: ClassVar[str] = (
         "`{state}` is iterated directly while the loop body suspends, and the module mutates "
-        "it in place elsewhere. Another task can add or remove elements during the `await`, "
-        "which raises `RuntimeError` for a dict or set and skips or repeats list elements. "
-        "Iterate over a snapshot taken before the loop, such as `list({state})`."
+        "it in place elsewhere ({shared}). Another task can add or remove elements during the "
+        "`await`, which raises `RuntimeError` for a dict or set and skips or repeats list "
+        "elements. Iterate over a snapshot taken before the loop, such as `list({state})`."
     )
     why: ClassVar[str] = (
         "While a loop body awaits, other tasks run, and one of them may subscribe, "
@@ -1229,7 +1318,11 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
         "it, with no `wait()` or `release()` of that lock inside) when every mutation in the "
         "module holds the same lock: none can run while the loop waits. The lock must be "
         "named plainly (`self._lock`, not `self._locks[key]`), admit one holder (not a "
-        "semaphore), and for module state be a module-level lock, not one per instance."
+        "semaphore), and for module state be a module-level lock, not one per instance. "
+        "Growing a dict or set from synchronous code is taken for setup-time registration "
+        "and is no evidence, unless what it adds is a task started right there "
+        "(`self._tasks[name] = asyncio.create_task(...)`, `self._bg.add(ensure_future(c))`): "
+        "that is work spawned at run time, typically by another task while the loop waits."
     )
     bad_example: ClassVar[str] = (
         "class Bus:\n"
@@ -1327,6 +1420,8 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
         self._methods: dict[str, list[cst.FunctionDef]] = {}
         self._nested: set[int] = set()
         self._drivers: dict[str, Drivers] = {}
+        # The value of the assignment being visited, for its subscript targets.
+        self._assigned: cst.BaseExpression | None = None
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         super().visit_ClassDef(node)
@@ -1388,7 +1483,13 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
         return f"{owner}:{key}"
 
     def _mutation(
-        self, target: cst.BaseExpression, node: cst.CSTNode, *, grows: bool, appends: bool = False
+        self,
+        target: cst.BaseExpression,
+        node: cst.CSTNode,
+        *,
+        grows: bool,
+        appends: bool = False,
+        task: bool = False,
     ) -> None:
         """Record an in-place mutation that can break a concurrent loop over ``target``.
 
@@ -1397,14 +1498,17 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
         removals and reorderings anywhere, and any mutation inside an ``async def`` (which runs
         interleaved with other tasks), count as evidence. ``appends`` marks a mutation that
         cannot break a loop over a list (``append``, ``extend``, ``+=``, an item replaced), which
-        only sees the new element.
+        only sees the new element. ``task`` marks a task started and stored by the mutation
+        (``self._tasks[name] = asyncio.create_task(...)``): that is not setup-time
+        registration but work spawned at run time, often by another task while a loop over
+        the container waits on an earlier one, so it counts from synchronous code too.
         """
         if not self.facts_stack:
             return
         facts = self.facts_stack[-1]
         if facts.node.name.value in INIT_METHODS:
             return
-        if grows and facts.node.asynchronous is None:
+        if grows and facts.node.asynchronous is None and not task:
             return
         key = self._owner_key(target)
         if key is not None:
@@ -1433,14 +1537,24 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
         if isinstance(func, cst.Attribute) and func.attr.value in MUTATORS:
             method = func.attr.value
             self._mutation(
-                func.value, node, grows=method in _GROWING, appends=method in _LIST_APPENDS
+                func.value,
+                node,
+                grows=method in _GROWING,
+                appends=method in _LIST_APPENDS,
+                task=any(_starts_task(a.value) for a in node.args),
             )
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
         super().visit_AssignTarget(node)
         if isinstance(node.target, cst.Subscript) and not self._at_current_key(node.target):
             replaces = not any(isinstance(e.slice, cst.Slice) for e in node.target.slice)
-            self._mutation(node.target.value, node, grows=True, appends=replaces)
+            self._mutation(
+                node.target.value,
+                node,
+                grows=True,
+                appends=replaces,
+                task=_starts_task(self._assigned),
+            )
 
     def visit_For(self, node: cst.For) -> None:
         super().visit_For(node)
@@ -1496,6 +1610,7 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
         return False
 
     def visit_Assign(self, node: cst.Assign) -> None:
+        self._assigned = node.value
         self._note_semaphore([t.target for t in node.targets], node.value)
         for target in node.targets:
             if isinstance(target.target, cst.Tuple | cst.List):
@@ -1551,7 +1666,10 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
             self._nested.add(id(node))
         elif facts.class_name is not None:
             self._methods.setdefault(facts.class_name, []).append(node)
-        if node.asynchronous is None or find_suspension(node.body, include_yield=False) is None:
+        if (
+            node.asynchronous is None
+            or find_suspension(node.body, include_yield=False, quiet=self.quiet) is None
+        ):
             return
         self.facts_stack.append(facts)
         try:
@@ -1585,7 +1703,7 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
             return
         # `yield` is left out: a consumer that mutates the container between items is a
         # plain iteration bug, not a concurrency one.
-        suspension = find_suspension(loop.body, include_yield=False)
+        suspension = find_suspension(loop.body, include_yield=False, quiet=self.quiet)
         if suspension is not None and not _leaves_after_each_suspension(block_body(loop.body)):
             depth = _split(container)[1]
             self._loops.append((loop, (key, depth), suspension, self.facts_stack[-1]))
@@ -1648,7 +1766,12 @@ class FlagIterateSharedWhileAwaiting(FactsCollector, Rule):
                 continue
             self.report(
                 loop.iter,
-                self.message.format(state=state),
+                self.message.format(
+                    state=state,
+                    shared=shared_by_tasks(
+                        state, facts.class_name, declared=self.context.sharing == "declared"
+                    ),
+                ),
                 related=[
                     Related(suspension, "the loop body suspends here"),
                     Related(mutation, f"`{state}` is mutated in place here"),
