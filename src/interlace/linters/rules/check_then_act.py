@@ -2000,7 +2000,7 @@ class FlagLazyInitAcrossAwait(FlagCheckThenActAcrossAwait):
         "object, a cached name or an idempotent `CREATE ... IF NOT EXISTS` is harmless, a "
         "second browser process or cloud sandbox is leaked, and setup that writes several "
         "attributes can interleave into a mixed state. On agent frameworks most of these "
-        "findings were the harmless kind (docs/lint-precision.md), so the rule is opt-in, "
+        "findings were the harmless kind (docs/lint-studies/in-sample.md), so the rule is opt-in, "
         "as ruff keeps rules of that kind out of its defaults and ESLint dropped "
         "`require-atomic-updates` from its recommended set: `IL`, `IL1` and `ALL` do not "
         "select it; name it in full (`--extend-select IL104`, or `extend-select = "
