@@ -34,6 +34,9 @@ def _commands(block: str) -> list[str]:
 QUICK_START = _commands(BLOCKS[0])
 COMMANDS = [command for block in BLOCKS[1:] for command in _commands(block)]
 
+INTERLACE = [sys.executable, "-m", "interlace"]
+WHOLE_RUN = ["--seed", "1", "--format", "json"]
+
 Check = Callable[[subprocess.CompletedProcess[str], Path], None]
 
 
@@ -44,6 +47,27 @@ def _says(*fragments: str) -> Check:
             assert fragment in output, output
 
     return check
+
+
+def _html(result: subprocess.CompletedProcess[str], directory: Path) -> None:
+    pages = list((directory / "reports").glob("*.html"))
+    assert len(pages) == 1, result.stdout
+    assert str(pages[0]) in result.stdout.replace("\n", "")
+    assert "test_no_overdraft" in pages[0].read_text(encoding="utf-8")
+
+
+def _merged(result: subprocess.CompletedProcess[str], directory: Path) -> None:
+    # The shards together report the failure one exploration of the same seed reports.
+    whole = subprocess.run(
+        [*INTERLACE, "explore", "registry:two_threads_get_one_client", *WHOLE_RUN],
+        cwd=directory,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    token = json.loads(whole.stdout)["failure"]["token"]
+    assert f"token {token}" in result.stdout, (result.stdout, token)
 
 
 def _sarif(result: subprocess.CompletedProcess[str], directory: Path) -> None:
@@ -59,6 +83,20 @@ EXPECTED: dict[str, tuple[int, Check]] = {
         _says("needs thread preemption", "interlace replay registry:two_threads_get_one_client"),
     ),
     "pytest test_counter.py": (1, _says("NotLinearizableError", "branch A")),
+    "pytest test_bank.py --interlace-html=reports/": (1, _html),
+    "interlace explore registry:two_threads_get_one_client --seed 1 --workers 2": (
+        1,
+        _says("needs thread preemption"),
+    ),
+    "interlace explore registry:two_threads_get_one_client --seed 1 --shard 1/2 "
+    "--report-dir shards": (1, _says("needs thread preemption")),
+    "interlace explore registry:two_threads_get_one_client --seed 1 --shard 2/2 "
+    "--report-dir shards": (1, _says("needs thread preemption")),
+    "interlace merge shards": (1, _merged),
+    "interlace conform interlace.fixtures.conformance:REPORTED -c container": (
+        1,
+        _says("container"),
+    ),
     "interlace lint src/": (1, _says("src/bank.py", "IL101")),
     "interlace lint --format sarif -o interlace.sarif src/": (1, _sarif),
     "interlace lint --explain IL101": (0, _says("check-then-act-across-await")),
