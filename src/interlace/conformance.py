@@ -61,7 +61,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import precondition
 
 from interlace import reference_impl as ref
-from interlace.conformance_cli import COMPONENTS, DEFAULT_MAX_EXAMPLES
+from interlace._conformance_names import COMPONENTS, DEFAULT_MAX_EXAMPLES
 from interlace.stateful import (
     ConcurrentStateMachine,
     NotLinearizableError,

@@ -17,12 +17,7 @@ from typing import Any
 
 __all__ = ("COMPONENTS", "DEFAULT_MAX_EXAMPLES", "add_parser", "load_adapter", "run_conform")
 
-COMPONENTS: tuple[str, ...] = ("memory", "stream", "bus", "file_store", "container", "recovery")
-"""The components the kit checks, in the order it runs them (here, not in the kit's module,
-so that building the command line does not import Hypothesis)."""
-
-DEFAULT_MAX_EXAMPLES = 50
-"""Hypothesis examples per component when none are asked for."""
+from interlace._conformance_names import COMPONENTS, DEFAULT_MAX_EXAMPLES
 
 EXIT_CONFORMS = 0
 EXIT_DOES_NOT_CONFORM = 1

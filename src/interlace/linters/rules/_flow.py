@@ -10,12 +10,14 @@ The module name starts with ``_`` so rule discovery skips it.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Iterator, Set
 from dataclasses import dataclass, field
 
 import libcst as cst
+
+from interlace.linters.rules._suspend import quiet_awaits
+from interlace.linters.rules._syntax import ImportAliases, bound_names, children, dotted
 
 __all__ = (
     "INIT_METHODS",
@@ -67,35 +69,8 @@ purpose: it is the atomic get-or-insert that the rules recommend."""
 INIT_METHODS = frozenset({"__init__", "__new__", "__post_init__", "__init_subclass__"})
 """Methods that run before an object can be shared, so their writes are not races."""
 
-_SKIPPED_FIELD = re.compile(
-    r"^(whitespace|lpar|rpar|comma|semicolon|colon|leading_lines|lines_after_decorators|"
-    r"header|footer|equal|dot|operator|asynchronous|newline|indent|star|relative|"
-    r"first_line|empty_lines|trailing_whitespace|leading_whitespace)"
-)
-_FIELDS: dict[type[cst.CSTNode], tuple[str, ...]] = {}
-
 _LOCK_WORD = re.compile(r"lock|mutex|semaphore|(^|_)(sem|cond|condition|cv|guard)$", re.IGNORECASE)
 _SCOPE_BOUNDARY = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
-
-
-def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """Yield the child nodes of ``node`` that can hold code, in field (source) order.
-
-    Unlike ``CSTNode.children`` this does not rebuild the node, and it skips whitespace and
-    punctuation tokens, which no rule looks at.
-    """
-    names = _FIELDS.get(type(node))
-    if names is None:
-        names = tuple(f.name for f in dataclasses.fields(node) if not _SKIPPED_FIELD.match(f.name))
-        _FIELDS[type(node)] = names
-    for name in names:
-        value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            yield value
-        elif isinstance(value, (tuple, list)):
-            for item in value:
-                if isinstance(item, cst.CSTNode):
-                    yield item
 
 
 def store_targets(node: cst.CSTNode) -> list[cst.BaseExpression]:
@@ -106,18 +81,6 @@ def store_targets(node: cst.CSTNode) -> list[cst.BaseExpression]:
     if isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.Del)):
         return [node.target]
     return []
-
-
-def dotted(expr: cst.BaseExpression) -> str | None:
-    """Return ``a.b.c`` for a chain of names and attributes, else ``None``."""
-    parts: list[str] = []
-    while isinstance(expr, cst.Attribute):
-        parts.append(expr.attr.value)
-        expr = expr.value
-    if not isinstance(expr, cst.Name):
-        return None
-    parts.append(expr.value)
-    return ".".join(reversed(parts))
 
 
 _EMPTY_MODULE = cst.Module(body=())
@@ -189,58 +152,6 @@ def is_lock_expr(expr: cst.BaseExpression) -> bool:
     return bool(_LOCK_WORD.search(last))
 
 
-@dataclass(slots=True)
-class ImportAliases:
-    """Local names bound by imports, mapped to what they stand for.
-
-    ``import asyncio as aio`` maps ``aio`` to ``asyncio``; ``from asyncio import wait as w``
-    maps ``w`` to ``asyncio.wait``. Relative and star imports are ignored.
-    """
-
-    names: dict[str, str] = field(default_factory=dict)
-
-    def add(self, node: cst.Import | cst.ImportFrom) -> None:
-        """Record the names bound by one import statement."""
-        if isinstance(node, cst.Import):
-            for alias in node.names:
-                full = _module_name(alias.name)
-                if full is None:
-                    continue
-                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                    self.names[alias.asname.name.value] = full
-                else:
-                    root = full.split(".", 1)[0]
-                    self.names[root] = root
-            return
-        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
-            return
-        module = _module_name(node.module)
-        if module is None:
-            return
-        for alias in node.names:
-            if not isinstance(alias.name, cst.Name):
-                continue
-            local = alias.name.value
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                local = alias.asname.name.value
-            self.names[local] = f"{module}.{alias.name.value}"
-
-    def qualify(self, expr: cst.BaseExpression) -> str | None:
-        """Return the imported dotted name ``expr`` refers to, or ``None``."""
-        name = dotted(expr)
-        if name is None:
-            return None
-        root, _, rest = name.partition(".")
-        target = self.names.get(root)
-        if target is None:
-            return None
-        return f"{target}.{rest}" if rest else target
-
-
-def _module_name(expr: cst.BaseExpression) -> str | None:
-    return dotted(expr)
-
-
 def module_level_names(module: cst.Module) -> frozenset[str]:
     """Return the names a module binds by assignment at its top level (not imports or defs)."""
     names: set[str] = set()
@@ -250,20 +161,10 @@ def module_level_names(module: cst.Module) -> frozenset[str]:
         for small in stmt.body:
             if isinstance(small, cst.Assign):
                 for target in small.targets:
-                    names.update(_bound_names(target.target))
+                    names.update(bound_names(target.target))
             elif isinstance(small, cst.AnnAssign):
-                names.update(_bound_names(small.target))
+                names.update(bound_names(small.target))
     return frozenset(names)
-
-
-def _bound_names(target: cst.BaseExpression) -> Iterator[str]:
-    if isinstance(target, cst.Name):
-        yield target.value
-    elif isinstance(target, (cst.Tuple, cst.List)):
-        for element in target.elements:
-            yield from _bound_names(element.value)
-    elif isinstance(target, cst.StarredElement):
-        yield from _bound_names(target.value)
 
 
 @dataclass(slots=True)
@@ -281,7 +182,7 @@ class FunctionFacts:
 
     def bind(self, target: cst.BaseExpression) -> None:
         """Record the names bound by an assignment target."""
-        self.assigned.update(_bound_names(target))
+        self.assigned.update(bound_names(target))
 
     def params(self) -> frozenset[str]:
         """Return the names of every parameter of the function."""
@@ -311,9 +212,6 @@ class FactsCollector:
         self.quiet: frozenset[int] = frozenset()
 
     def visit_Module(self, node: cst.Module) -> None:
-        # Imported here: `_suspend` builds on this module's helpers.
-        from interlace.linters.rules._suspend import quiet_awaits
-
         self.module_names = module_level_names(node)
         self.quiet = quiet_awaits(node)
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from interlace.linters.rules._flow import ImportAliases, children, dotted
+from interlace.linters.rules._syntax import ImportAliases, bound_names, children, dotted
 
 __all__ = ("quiet_awaits",)
 
@@ -185,7 +185,7 @@ class _Analysis:
             if isinstance(target, cst.Name):
                 record.bindings.setdefault(target.value, []).append(value)
             elif isinstance(target, (cst.Tuple, cst.List, cst.StarredElement)):
-                for name in _names_in(target):
+                for name in bound_names(target):
                     record.bindings.setdefault(name, []).append(None)
             elif cls is not None and function is not None and self.owner.get(id(function)) is cls:
                 attribute = _self_attr(target)
@@ -386,13 +386,3 @@ def _is_stub(function: cst.FunctionDef) -> bool:
                 continue
             return False
     return True
-
-
-def _names_in(target: cst.BaseExpression) -> Iterator[str]:
-    if isinstance(target, cst.Name):
-        yield target.value
-    elif isinstance(target, (cst.Tuple, cst.List)):
-        for element in target.elements:
-            yield from _names_in(element.value)
-    elif isinstance(target, cst.StarredElement):
-        yield from _names_in(target.value)
