@@ -1041,6 +1041,10 @@ def test_instrument_gives_a_library_schedule_points_and_the_replay_line_repeats_
     assert "--instrument racy_lib,other_lib,third\n" in again
 
 
+TIME = r"(?:\d+ min \d\d s|[\d.]+ s)"
+"""A duration as the progress line writes it: ``2.9 s``, or ``1 min 09 s`` from a minute up."""
+
+
 @pytest.mark.usefixtures("project")
 def test_progress_counts_the_schedules_of_a_threads_exploration(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
@@ -1061,7 +1065,7 @@ def test_progress_counts_the_schedules_of_a_threads_exploration(
         f"interlace explore: {n}/25 schedules" for n in range(1, 26)
     ]
     assert all(
-        re.fullmatch(r"[^,]+, [\d.]+ schedules/s, [\d.]+ s elapsed, ~[\d.]+ s left\x1b\[K", f)
+        re.fullmatch(rf"[^,]+, [\d.]+ schedules/s, {TIME} elapsed, ~{TIME} left\x1b\[K", f)
         for f in frames[1:-1]
     ), frames
     assert frames[-1].startswith("\x1b[K")

@@ -282,8 +282,8 @@ def _pytest_on(pytester: pytest.Pytester, *args: str, tty: bool) -> str:
 
 
 PROGRESS_FRAME = re.compile(
-    r"\x1b7  interlace: (\d+)/400 schedules, [\d.]+ schedules/s, [\d.]+ s elapsed, "
-    r"~[\d.]+ s left\x1b\[K\x1b8"
+    r"\x1b7  interlace: (\d+)/400 schedules, [\d.]+ schedules/s, "
+    r"(?:\d+ min \d\d s|[\d.]+ s) elapsed, ~(?:\d+ min \d\d s|[\d.]+ s) left\x1b\[K\x1b8"
 )
 
 
