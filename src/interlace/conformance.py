@@ -210,9 +210,12 @@ class BusMachine(_ComponentMachine, max_prefix_calls=1, max_branch_calls=2):
         return deliver
 
     async def _subscribe(self, name: str) -> bool:
+        # Only the initializer calls this, one name after another, before any branch runs:
+        # no other task can be between the check and the write.
         if name in self.handles:
             return False
-        self.handles[name] = await _resolved(self.subject.subscribe(self._callback(name)))
+        handle = await _resolved(self.subject.subscribe(self._callback(name)))
+        self.handles[name] = handle  # noqa: IL101
         return True
 
     @initialize()
