@@ -1468,6 +1468,26 @@ def _start(self: threading.Thread) -> None:
     # at interpreter exit, so waiting forever once the target returned is no hang.
     caller = sys._getframe(1)
     library = not _instrument.is_under_test(caller.f_code.co_filename)
+    # From the moment the child is known to the controller until threading has started it,
+    # code under test that runs here (a finalizer the garbage collector calls on any
+    # allocation) is no schedule point: a switch to the child would hand the baton to a thread
+    # that does not run yet, and the parent, which would start it, waits for the baton.
+    was_busy, t.busy = t.busy, True
+    try:
+        _begin_child(self, t, ctl, library)
+    finally:
+        t.busy = was_busy
+    if _called_from_user_code():
+        ctl.step += 1
+        if ctl.step >= ctl.attention:
+            ctl.attend(t)
+
+
+def _begin_child(
+    self: threading.Thread, t: ControlledThread, ctl: Controller, library: bool
+) -> None:
+    """``_start``'s part that registers the child and starts its OS thread, parked until it
+    first gets the baton (``t``, the parent, holds it throughout)."""
     child = ctl.add(self.name, self, self.daemon or library)
     self._il_thread = child  # type: ignore[attr-defined]
     run = self.run
@@ -1501,7 +1521,6 @@ def _start(self: threading.Thread) -> None:
                 ctl.thread_ended(child, exc)
             child.status = DONE
 
-    user = _called_from_user_code()
     self.run = controlled_run  # type: ignore[method-assign]
     # threading's own start-up handshake runs uncontrolled: the parent waits for real
     # until the child is parked, which needs no baton. A Ctrl-C waits until it is over: one
@@ -1516,10 +1535,6 @@ def _start(self: threading.Thread) -> None:
     # Known before the child can hold the baton (it sets it again itself): threading set
     # it before start() returned.
     child.ident = self.ident
-    if user:
-        ctl.step += 1
-        if ctl.step >= ctl.attention:
-            ctl.attend(t)
 
 
 _PY_SIMPLE_QUEUE: type = queue._PySimpleQueue  # type: ignore[attr-defined]
