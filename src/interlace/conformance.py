@@ -462,8 +462,10 @@ def components(adapter: object) -> tuple[str, ...]:
 def _instrumented(factory: Callable[..., Any]) -> tuple[str, ...]:
     # The user's code is where the factory was written; threads get schedule points only in
     # code interlace instruments, and installed code outside the machine's package has none.
+    # The kit's own factories (REFERENCE's) are written here, in code interlace runs as its
+    # engine, which gets no points and must not be named.
     module = getattr(factory, "__module__", None)
-    return (module,) if isinstance(module, str) and module != "builtins" else ()
+    return (module,) if isinstance(module, str) and module not in ("builtins", __name__) else ()
 
 
 def machine(
