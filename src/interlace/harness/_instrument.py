@@ -352,11 +352,17 @@ _plans: dict[int, tuple[types.CodeType, Plan | None]] = {}
 """Every code object's plan, once asked for, by ``id(code)`` with the code itself (which keeps
 the id from being reused). By identity, not by value: code objects compare by their bytecode,
 not their file, so the same function in two files (a module loaded twice, a vendored copy in
-site-packages) would otherwise share one answer to "is this code under test". Cleared, never
-rebound."""
+site-packages) would otherwise share one answer to "is this code under test"."""
 _widen: tuple[str, ...] = ()
 _outside: dict[str, str] = {}
 """Each file's ``uninstrumented_module`` answer, once asked for."""
+_known: dict[
+    tuple[str, ...],
+    tuple[dict[str, bool], dict[int, tuple[types.CodeType, Plan | None]], dict[str, str]],
+] = {(): (_under_test, _plans, _outside)}
+"""The three caches above for each set of ``set_instrumented`` prefixes used so far: they
+depend on it, and a process that alternates between sets (the conformance kit instruments
+each adapter's own module) would otherwise plan every loaded code object again per session."""
 _TEST_RUNNERS = frozenset(
     {
         "_pytest",
@@ -380,13 +386,14 @@ shared state."""
 
 def set_instrumented(prefixes: Sequence[str]) -> None:
     """Also place points in modules (``pkg``, ``pkg.sub``) or paths starting with these."""
-    global _widen
+    global _widen, _under_test, _plans, _outside
     normalized = tuple(sorted(set(prefixes)))
     if normalized != _widen:
         _widen = normalized
-        _under_test.clear()
-        _plans.clear()
-        _outside.clear()
+        caches = _known.get(normalized)
+        if caches is None:
+            caches = _known[normalized] = ({}, {}, {})
+        _under_test, _plans, _outside = caches
 
 
 def uninstrumented_module(filename: str) -> str:

@@ -2270,9 +2270,23 @@ files compares equal) each need their own ``set_local_events``."""
 _one_liners: set[types.CodeType] = set()
 
 
+_def_line_bodies: dict[int, tuple[types.CodeType, bool]] = {}
+"""``_body_on_def_line``'s answers, by ``id(code)`` (the code object kept alive with it): every
+session instruments all code under test already loaded (``_instrument_eagerly``), and reading
+each code object's bytecode again per session made a pytest run's later explorations slower
+the more test modules it had imported."""
+
+
 def _body_on_def_line(code: types.CodeType) -> bool:
     """Whether the code after ``RESUME`` (a closure's prologue comes first) starts on the
     def line, as a lambda's body does."""
+    entry = _def_line_bodies.get(id(code))
+    if entry is None:
+        entry = _def_line_bodies[id(code)] = (code, _read_body_on_def_line(code))
+    return entry[1]
+
+
+def _read_body_on_def_line(code: types.CodeType) -> bool:
     body = 0
     for instr in dis.get_instructions(code):
         if instr.opname == "RESUME":
