@@ -58,9 +58,8 @@ _INTERLACE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 _ENGINE_PACKAGES = ("harness", "_core", "linters")
 # interlace.stateful runs the calls of a concurrent state machine: its bookkeeping (the
 # results, the logical clock) is no code under test, and a point in it would only add steps.
-# The conformance kit's machines are the same bookkeeping around the user's calls; a point in
-# them could also fire inside the scheduler itself, where the garbage collector runs a file
-# store's finalizer (a controlled thread waited for the baton its own start held: a hang).
+# The conformance kit's machines are the same bookkeeping around the user's calls (its file
+# store's cleanup included, which the garbage collector may run anywhere, the scheduler too).
 _ENGINE_MODULES = (
     "errors",
     "__init__",
