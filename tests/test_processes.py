@@ -117,5 +117,8 @@ def _running(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    status = Path(f"/proc/{pid}/status")
-    return not (status.exists() and "zombie" in status.read_text())
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:  # it ended between the signal and the read
+        return False
+    return "zombie" not in status

@@ -72,7 +72,7 @@ def _alive(pid: int) -> bool:
     """Whether process ``pid`` exists and has not ended (a zombie has ended)."""
     try:
         stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
+    except OSError:  # gone before the open (ENOENT) or between open and read (ESRCH)
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
