@@ -12,6 +12,7 @@ import time
 from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -122,3 +123,43 @@ def _running(pid: int) -> bool:
     except OSError:  # it ended between the signal and the read
         return False
     return "zombie" not in status
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="POSIX signals")
+@pytest.mark.parametrize("sent", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_while_a_worker_starts_is_raised_after_and_leaves_no_worker_behind(
+    monkeypatch: pytest.MonkeyPatch, sent: signal.Signals
+) -> None:
+    # The signal lands between the fork of a worker and the pool recording it: raised there,
+    # the pool never knew of that worker, so nothing ended it, and interpreter exit then
+    # waited for it forever (multiprocessing joins its children at exit).
+    context = _processes.pool_context()
+    process_type = type(context.Process())
+    real_start = process_type.start
+    started: list[int] = []
+
+    def start_then_signalled(self: Any) -> None:
+        real_start(self)
+        assert self.pid is not None
+        started.append(self.pid)
+        if len(started) == 1:
+            signal.raise_signal(sent)
+
+    monkeypatch.setattr(process_type, "start", start_then_signalled)
+    # The test's own SIGTERM disposition is the default one, which the pool takes over.
+    monkeypatch.setattr(_processes, "_die_of_sigterm", lambda previous: None)
+    raised = KeyboardInterrupt if sent == signal.SIGINT else SystemExit
+    try:
+        with pytest.raises(raised):
+            with _processes.process_pool(2, context) as pool:
+                _processes.result(pool.submit(time.sleep, 60))
+        assert started
+        deadline = time.monotonic() + 10
+        while (alive := [p for p in started if _running(p)]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert alive == []
+    finally:
+        for pid in started:
+            if _running(pid):
+                os.kill(pid, signal.SIGKILL)

@@ -58,15 +58,43 @@ def _init_worker() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
+_deferring = 0
+"""How many ``submit`` calls are under way: a signal that arrives during one is raised when
+it returns (see :class:`_Pool`)."""
+
+
 def _terminated(signum: int, frame: object) -> None:
     _received.append(signum)
     print("interlace: terminated", file=sys.stderr)
-    raise SystemExit(128 + signum)
+    if not _deferring:
+        raise SystemExit(128 + signum)
 
 
 def _interrupted(signum: int, frame: object) -> None:
     _received.append(signum)
-    raise KeyboardInterrupt
+    if not _deferring:
+        raise KeyboardInterrupt
+
+
+class _Pool(ProcessPoolExecutor):
+    """A pool whose ``submit`` is never cut short by the parent's own signal handlers.
+
+    ``submit`` starts workers (a fork, then recording the process) and takes the pool's
+    locks: an exception raised in between leaves a worker the pool does not know of, which
+    :func:`kill` cannot end and interpreter exit then waits for, or a lock that
+    ``shutdown`` waits on forever. So a Ctrl-C or SIGTERM that arrives during ``submit`` is
+    recorded and raised once it has returned.
+    """
+
+    def submit(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> Future[_T]:
+        global _deferring
+        _deferring += 1
+        try:
+            future = super().submit(fn, *args, **kwargs)
+        finally:
+            _deferring -= 1
+        _raise_received()
+        return future
 
 
 def result(future: Future[_T]) -> _T:
@@ -131,6 +159,9 @@ def kill(pool: ProcessPoolExecutor) -> None:
     pool.shutdown(wait=False, cancel_futures=True)
     for process in processes:
         process.join(5)
+        if process.is_alive():  # it handles SIGTERM (the program it runs set a handler)
+            process.kill()
+            process.join(5)
 
 
 @contextmanager
@@ -146,11 +177,11 @@ def process_pool(
     once the workers are gone instead of leaving them orphaned). ``initializer(*initargs)``
     runs in each worker after it has left interrupts to the parent."""
     if initializer is None:
-        pool = ProcessPoolExecutor(
+        pool = _Pool(
             max_workers=workers, mp_context=context or pool_context(), initializer=_init_worker
         )
     else:
-        pool = ProcessPoolExecutor(
+        pool = _Pool(
             max_workers=workers,
             mp_context=context or pool_context(),
             initializer=_init_then,
