@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 import stateful_machines as machines
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 from interlace.stateful import NotLinearizableError
 
@@ -17,6 +17,9 @@ QUIET = settings(
     deadline=None,
     derandomize=True,
     max_examples=50,
+    # As a machine's own settings: without the explain phase, whose tracer ran every
+    # shrinking step (and all of interlace's code in it) under a LINE hook.
+    phases=[phase for phase in Phase if phase is not Phase.explain],
     report_multiple_bugs=False,
     suppress_health_check=list(HealthCheck),
 )
