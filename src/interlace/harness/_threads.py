@@ -2379,19 +2379,44 @@ def _instrument_eagerly(target: Any) -> None:
     first call than on later ones (a lambda's only line): instrumenting up front makes
     every run of a session, and every session, count the same schedule points.
     """
-    seen: set[int] = set()
-    for code in _codes_of(target, seen):
+    for code in _codes_of(target, set()):
         _instrument_code(code)
     for module in list(sys.modules.values()):
         filename = getattr(module, "__file__", None)
         if not isinstance(filename, str) or not _instrument.is_under_test(filename):
             continue
-        for value in list(vars(module).values()):
-            if getattr(value, "__module__", None) == module.__name__ or isinstance(
-                value, types.CodeType
-            ):
-                for code in _codes_of(value, seen):
-                    _instrument_code(code)
+        for code in _module_codes(module):
+            _instrument_code(code)
+
+
+_codes_by_module: dict[int, tuple[list[Any], tuple[int, ...], list[types.CodeType]]] = {}
+"""``_module_codes``'s answers, by ``id(module)``: the module's values (kept alive, so their
+ids stay theirs), those ids, and the code objects found from them. A pytest run imports every
+test module before the first test, and walking all their functions and classes again for
+each exploration made a suite's later explorations slower the more modules it had."""
+
+
+def _module_codes(module: types.ModuleType) -> list[types.CodeType]:
+    """The code objects of the functions and classes a module defines, nested ones included.
+
+    Read again when the module's namespace has changed (a value bound, rebound or deleted);
+    a method added to one of its classes later is found when it first runs (PY_START).
+    """
+    values = list(vars(module).values())
+    ids = tuple(map(id, values))
+    entry = _codes_by_module.get(id(module))
+    if entry is not None and entry[1] == ids:
+        return entry[2]
+    seen: set[int] = set()
+    codes = [
+        code
+        for value in values
+        if getattr(value, "__module__", None) == module.__name__
+        or isinstance(value, types.CodeType)
+        for code in _codes_of(value, seen)
+    ]
+    _codes_by_module[id(module)] = (values, ids, codes)
+    return codes
 
 
 def _mon_instruction(code: types.CodeType, offset: int, depth: int = 1) -> Any:
