@@ -135,7 +135,7 @@ def test_a_signal_while_a_worker_starts_is_raised_after_and_leaves_no_worker_beh
     # the pool never knew of that worker, so nothing ended it, and interpreter exit then
     # waited for it forever (multiprocessing joins its children at exit).
     context = _processes.pool_context()
-    process_type = type(context.Process())
+    process_type = type(context.Process())  # type: ignore[attr-defined]
     real_start = process_type.start
     started: list[int] = []
 
@@ -151,9 +151,8 @@ def test_a_signal_while_a_worker_starts_is_raised_after_and_leaves_no_worker_beh
     monkeypatch.setattr(_processes, "_die_of_sigterm", lambda previous: None)
     raised = KeyboardInterrupt if sent == signal.SIGINT else SystemExit
     try:
-        with pytest.raises(raised):
-            with _processes.process_pool(2, context) as pool:
-                _processes.result(pool.submit(time.sleep, 60))
+        with pytest.raises(raised), _processes.process_pool(2, context) as pool:
+            _processes.result(pool.submit(time.sleep, 60))
         assert started
         deadline = time.monotonic() + 10
         while (alive := [p for p in started if _running(p)]) and time.monotonic() < deadline:
