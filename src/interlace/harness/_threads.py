@@ -2379,13 +2379,15 @@ def _instrument_eagerly(target: Any) -> None:
     first call than on later ones (a lambda's only line): instrumenting up front makes
     every run of a session, and every session, count the same schedule points.
     """
+    global _codes_by_module
     for code in _codes_of(target, set()):
         _instrument_code(code)
+    known, _codes_by_module = _codes_by_module, {}  # a module gone from sys.modules is let go
     for module in list(sys.modules.values()):
         filename = getattr(module, "__file__", None)
         if not isinstance(filename, str) or not _instrument.is_under_test(filename):
             continue
-        for code in _module_codes(module):
+        for code in _module_codes(module, known.get(id(module))):
             _instrument_code(code)
 
 
@@ -2396,16 +2398,19 @@ test module before the first test, and walking all their functions and classes a
 each exploration made a suite's later explorations slower the more modules it had."""
 
 
-def _module_codes(module: types.ModuleType) -> list[types.CodeType]:
+def _module_codes(
+    module: types.ModuleType, entry: tuple[list[Any], tuple[int, ...], list[types.CodeType]] | None
+) -> list[types.CodeType]:
     """The code objects of the functions and classes a module defines, nested ones included.
 
-    Read again when the module's namespace has changed (a value bound, rebound or deleted);
-    a method added to one of its classes later is found when it first runs (PY_START).
+    ``entry`` is what the last session found in it: read again when the module's namespace
+    has changed (a value bound, rebound or deleted); a method added to one of its classes
+    later is found when it first runs (PY_START).
     """
     values = list(vars(module).values())
     ids = tuple(map(id, values))
-    entry = _codes_by_module.get(id(module))
     if entry is not None and entry[1] == ids:
+        _codes_by_module[id(module)] = entry
         return entry[2]
     seen: set[int] = set()
     codes = [
